@@ -1,0 +1,44 @@
+//! Every limit Almanac enforces, each a named constant with the reason it exists.
+//!
+//! The numbers are Cloud Bigtable's (design.md §1): an application that works
+//! against Almanac must not be surprised by the service.
+
+/// Row keys are non-empty and at most 4 KiB: Bigtable's documented row-key limit.
+pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
+/// Column qualifiers are at most 16 KiB: Bigtable's documented qualifier limit.
+pub const MAX_QUALIFIER_BYTES: usize = 16 * 1024;
+/// A single cell value is at most 100 MiB: Bigtable's hard per-cell limit.
+pub const MAX_VALUE_BYTES: usize = 100 * 1024 * 1024;
+/// Values above 10 MiB are accepted but counted as a warning: Bigtable's recommendation.
+pub const RECOMMENDED_VALUE_BYTES: usize = 10 * 1024 * 1024;
+/// A row (all its cells, keys and values) is at most 256 MiB: Bigtable's hard row limit.
+pub const MAX_ROW_BYTES: usize = 256 * 1024 * 1024;
+/// Rows above 100 MiB are accepted but counted as a warning: Bigtable's recommendation.
+pub const RECOMMENDED_ROW_BYTES: usize = 100 * 1024 * 1024;
+/// Column families per table before a warning: Bigtable advises "about 100".
+pub const RECOMMENDED_FAMILIES_PER_TABLE: usize = 100;
+/// Hard cap on families per table, so a runaway script cannot make a schema unbounded.
+pub const MAX_FAMILIES_PER_TABLE: usize = 1_000;
+/// Tables per instance: Bigtable's documented limit.
+pub const MAX_TABLES_PER_INSTANCE: usize = 1_000;
+/// Table ids are at most 50 characters: Bigtable's table-id rule.
+pub const MAX_TABLE_ID_CHARS: usize = 50;
+/// Family names are at most 64 characters: Bigtable's admin API rule.
+pub const MAX_FAMILY_NAME_CHARS: usize = 64;
+/// Mutations in one request (MutateRow, or all entries of MutateRows): Bigtable's limit.
+pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
+/// A serialized RowFilter is at most 20 KiB: Bigtable's filter size limit.
+pub const MAX_FILTER_BYTES: usize = 20 * 1024;
+/// RowFilters nest at most 20 deep: Bigtable's filter nesting limit.
+pub const MAX_FILTER_DEPTH: usize = 20;
+/// A serialized GC rule is at most 500 bytes: Bigtable's GC-rule size limit.
+pub const MAX_GC_RULE_BYTES: usize = 500;
+/// Labels are at most 15 characters of `[a-z0-9-]`: Bigtable's apply_label rule.
+pub const MAX_LABEL_CHARS: usize = 15;
+/// Regexes compile to at most this many bytes of program, so a hostile pattern cannot
+/// exhaust memory (RE2 on the service has a similar program-size cap).
+pub const MAX_REGEX_PROGRAM_BYTES: usize = 1024 * 1024;
+/// ReadModifyWrite rules per request: Bigtable's limit.
+pub const MAX_READ_MODIFY_WRITE_RULES: usize = 100_000;
+/// Microseconds per millisecond: tables with MILLIS granularity accept multiples of this.
+pub const MICROS_PER_MILLI: i64 = 1_000;
