@@ -32,7 +32,9 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock standing at `now_us`.
     pub fn new(now_us: i64) -> Self {
-        Self { now_us: AtomicI64::new(now_us) }
+        Self {
+            now_us: AtomicI64::new(now_us),
+        }
     }
     /// Moves the clock to `now_us`.
     pub fn set(&self, now_us: i64) {
@@ -66,7 +68,9 @@ pub struct Rng {
 impl Rng {
     /// A generator starting from `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { state: AtomicU64::new(seed) }
+        Self {
+            state: AtomicU64::new(seed),
+        }
     }
 
     /// The next 64 random bits.

@@ -54,12 +54,18 @@ impl Error {
 
     /// A `NotFound` for a table.
     pub fn no_table(name: &str) -> Self {
-        Error::NotFound { kind: "table", name: name.to_owned() }
+        Error::NotFound {
+            kind: "table",
+            name: name.to_owned(),
+        }
     }
 
     /// A `NotFound` for a column family.
     pub fn no_family(name: &str) -> Self {
-        Error::NotFound { kind: "column family", name: name.to_owned() }
+        Error::NotFound {
+            kind: "column family",
+            name: name.to_owned(),
+        }
     }
 }
 

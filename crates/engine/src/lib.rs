@@ -2,23 +2,53 @@
 //!
 //! Bigtable's data model on disk: instances of tables, column families with GC
 //! rules and aggregate types, rows of cells, row-atomic mutations, and the read path
-//! with the full RowFilter language. Synchronous; no async runtime.
+//! with the full RowFilter language. Synchronous; no async runtime. Time and
+//! randomness are injected ([`clock`]).
 //!
-//! ## Modules
-//! - [`schema`], [`limits`]: what a table is and every limit, named.
-//! - [`mutation`], [`rowset`], [`filter`], [`plan`]: the request vocabulary.
-//! - [`cell`]: what reads return.
-//! - [`clock`]: injected time and randomness.
+//! ## A write, step by step ([`write`])
+//! 1. `Engine::mutate_row` resolves the table under the catalog read lock.
+//! 2. [`validate`] checks every mutation and limit; failure writes nothing.
+//! 3. The row's stripe lock is taken; mutations apply in order into an overlay.
+//! 4. The overlay becomes one fjall batch (one journal record, one seqno).
+//! 5. The row lock is released and [`durability`] waits for the fsync policy.
+//!
+//! ## A read, step by step ([`read`])
+//! 1. Schema `Arc` and storage snapshot taken; filter compiled and planned ([`plan`]).
+//! 2. Row set normalized into encoded key ranges ([`keys`]).
+//! 3. Keys are judged before values load: GC rule, then plan; long skips seek.
+//! 4. Each row's kept cells pass through the filter; non-empty rows stream out.
+//!
+//! ## Invariants
+//! - A reader sees all of a row mutation or none of it (snapshot reads of
+//!   single-seqno batches).
+//! - Table and family ids are never reused, so dropped data is invisible at once and
+//!   purged later by the [`gc`] sweep.
+//! - Collected cells are never returned, swept or not.
 
+pub mod aggregate;
+pub mod catalog;
 pub mod cell;
 pub mod clock;
+pub mod db;
+pub mod durability;
 pub mod error;
 pub mod filter;
+pub mod gc;
+pub mod hll;
+pub mod keys;
 pub mod limits;
+pub mod locks;
 pub mod mutation;
 pub mod plan;
+pub mod read;
 pub mod rowset;
 pub mod schema;
+pub mod validate;
+pub mod write;
 
 pub use cell::{Cell, Row};
+pub use db::{DropRows, Engine, Options};
+pub use durability::Durability;
 pub use error::{Error, Result};
+pub use read::{ReadRequest, ReadStats, RowStream};
+pub use write::RowMutations;

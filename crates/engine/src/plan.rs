@@ -23,7 +23,10 @@ pub struct QualifierRange {
 impl QualifierRange {
     /// Every qualifier.
     pub fn all() -> Self {
-        Self { start: Bound::Unbounded, end: Bound::Unbounded }
+        Self {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        }
     }
 
     /// Whether `q` lies in the range.
@@ -68,7 +71,12 @@ pub struct ReadPlan {
 
 impl Default for ReadPlan {
     fn default() -> Self {
-        Self { columns: ColumnSelection::All, ts_start_us: i64::MIN, ts_end_us: None, cells_per_column: None }
+        Self {
+            columns: ColumnSelection::All,
+            ts_start_us: i64::MIN,
+            ts_end_us: None,
+            cells_per_column: None,
+        }
     }
 }
 

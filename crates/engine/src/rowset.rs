@@ -16,13 +16,19 @@ pub struct RowRange {
 impl RowRange {
     /// Every row.
     pub fn all() -> Self {
-        Self { start: Bound::Unbounded, end: Bound::Unbounded }
+        Self {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        }
     }
 
     /// The rows whose key starts with `prefix`.
     pub fn prefix(prefix: &[u8]) -> Self {
         let end = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        Self { start: Bound::Included(prefix.to_vec()), end }
+        Self {
+            start: Bound::Included(prefix.to_vec()),
+            end,
+        }
     }
 
     /// Whether `key` lies in the range.
@@ -80,7 +86,10 @@ impl RowSet {
 
     /// One row.
     pub fn key(key: impl Into<Vec<u8>>) -> Self {
-        Self { keys: vec![key.into()], ranges: vec![] }
+        Self {
+            keys: vec![key.into()],
+            ranges: vec![],
+        }
     }
 
     /// Checks the set: a range whose start lies after its end is an error, as on the
@@ -88,9 +97,10 @@ impl RowSet {
     pub fn validate(&self) -> Result<()> {
         for r in &self.ranges {
             let inverted = match (&r.start, &r.end) {
-                (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
-                    s > e
-                }
+                (
+                    Bound::Included(s) | Bound::Excluded(s),
+                    Bound::Included(e) | Bound::Excluded(e),
+                ) => s > e,
                 _ => false,
             };
             if inverted {
@@ -113,7 +123,10 @@ impl RowSet {
         let mut ranges: Vec<RowRange> = self
             .keys
             .iter()
-            .map(|k| RowRange { start: Bound::Included(k.clone()), end: Bound::Included(k.clone()) })
+            .map(|k| RowRange {
+                start: Bound::Included(k.clone()),
+                end: Bound::Included(k.clone()),
+            })
             .chain(self.ranges.iter().filter(|r| !r.is_empty()).cloned())
             .collect();
         ranges.sort_by(|a, b| cmp_start(&a.start, &b.start));
@@ -146,7 +159,9 @@ fn cmp_start(a: &Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> std::cmp::Ordering {
         (Bound::Unbounded, Bound::Unbounded) => Equal,
         (Bound::Unbounded, _) => Less,
         (_, Bound::Unbounded) => Greater,
-        (Bound::Included(x), Bound::Included(y)) | (Bound::Excluded(x), Bound::Excluded(y)) => x.cmp(y),
+        (Bound::Included(x), Bound::Included(y)) | (Bound::Excluded(x), Bound::Excluded(y)) => {
+            x.cmp(y)
+        }
         (Bound::Included(x), Bound::Excluded(y)) => x.cmp(y).then(Less),
         (Bound::Excluded(x), Bound::Included(y)) => x.cmp(y).then(Greater),
     }
@@ -158,7 +173,9 @@ fn cmp_end(a: &Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> std::cmp::Ordering {
         (Bound::Unbounded, Bound::Unbounded) => Equal,
         (Bound::Unbounded, _) => Greater,
         (_, Bound::Unbounded) => Less,
-        (Bound::Included(x), Bound::Included(y)) | (Bound::Excluded(x), Bound::Excluded(y)) => x.cmp(y),
+        (Bound::Included(x), Bound::Included(y)) | (Bound::Excluded(x), Bound::Excluded(y)) => {
+            x.cmp(y)
+        }
         (Bound::Included(x), Bound::Excluded(y)) => x.cmp(y).then(Greater),
         (Bound::Excluded(x), Bound::Included(y)) => x.cmp(y).then(Less),
     }
@@ -169,7 +186,8 @@ fn cmp_end(a: &Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> std::cmp::Ordering {
 fn touches(end: &Bound<Vec<u8>>, start: &Bound<Vec<u8>>) -> bool {
     match (end, start) {
         (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
-        (Bound::Included(e), Bound::Included(s)) | (Bound::Excluded(e), Bound::Included(s))
+        (Bound::Included(e), Bound::Included(s))
+        | (Bound::Excluded(e), Bound::Included(s))
         | (Bound::Included(e), Bound::Excluded(s)) => s <= e,
         (Bound::Excluded(e), Bound::Excluded(s)) => s < e,
     }
@@ -191,20 +209,47 @@ mod tests {
         let set = RowSet {
             keys: vec![b"b".to_vec(), b"x".to_vec(), b"b".to_vec()],
             ranges: vec![
-                RowRange { start: inc("a"), end: exc("c") },
-                RowRange { start: inc("c"), end: exc("d") },
-                RowRange { start: inc("m"), end: exc("m") },
+                RowRange {
+                    start: inc("a"),
+                    end: exc("c"),
+                },
+                RowRange {
+                    start: inc("c"),
+                    end: exc("d"),
+                },
+                RowRange {
+                    start: inc("m"),
+                    end: exc("m"),
+                },
             ],
         };
         let n = set.normalized();
         assert_eq!(n.len(), 2, "{n:?}");
-        assert_eq!(n[0], RowRange { start: inc("a"), end: exc("d") });
-        assert_eq!(n[1], RowRange { start: inc("x"), end: inc("x") });
+        assert_eq!(
+            n[0],
+            RowRange {
+                start: inc("a"),
+                end: exc("d")
+            }
+        );
+        assert_eq!(
+            n[1],
+            RowRange {
+                start: inc("x"),
+                end: inc("x")
+            }
+        );
     }
 
     #[test]
     fn inverted_range_is_an_error() {
-        let set = RowSet { keys: vec![], ranges: vec![RowRange { start: inc("z"), end: exc("a") }] };
+        let set = RowSet {
+            keys: vec![],
+            ranges: vec![RowRange {
+                start: inc("z"),
+                end: exc("a"),
+            }],
+        };
         assert!(set.validate().is_err());
     }
 

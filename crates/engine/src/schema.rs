@@ -35,9 +35,14 @@ impl GcRule {
             GcRule::MaxVersions(n) => version_index >= *n as usize,
             GcRule::MaxAge { max_age_us } => ts_us < now_us.saturating_sub(*max_age_us),
             GcRule::Intersection(rules) => {
-                !rules.is_empty() && rules.iter().all(|r| r.collects(version_index, ts_us, now_us))
+                !rules.is_empty()
+                    && rules
+                        .iter()
+                        .all(|r| r.collects(version_index, ts_us, now_us))
             }
-            GcRule::Union(rules) => rules.iter().any(|r| r.collects(version_index, ts_us, now_us)),
+            GcRule::Union(rules) => rules
+                .iter()
+                .any(|r| r.collects(version_index, ts_us, now_us)),
         }
     }
 
@@ -65,7 +70,11 @@ impl GcRule {
     pub fn validate(&self) -> Result<()> {
         let size = self.encoded_len();
         if size > MAX_GC_RULE_BYTES {
-            return Err(Error::limit("GC rule size in bytes", size, MAX_GC_RULE_BYTES));
+            return Err(Error::limit(
+                "GC rule size in bytes",
+                size,
+                MAX_GC_RULE_BYTES,
+            ));
         }
         self.validate_values()
     }
@@ -73,18 +82,20 @@ impl GcRule {
     fn validate_values(&self) -> Result<()> {
         match self {
             GcRule::KeepAll => Ok(()),
-            GcRule::MaxVersions(0) => {
-                Err(Error::Invalid("GC rule max_num_versions must be at least 1".into()))
-            }
-            GcRule::MaxVersions(_) => Ok(()),
-            GcRule::MaxAge { max_age_us } if *max_age_us <= 0 => Err(Error::Invalid(
-                "GC rule max_age must be positive".into(),
+            GcRule::MaxVersions(0) => Err(Error::Invalid(
+                "GC rule max_num_versions must be at least 1".into(),
             )),
+            GcRule::MaxVersions(_) => Ok(()),
+            GcRule::MaxAge { max_age_us } if *max_age_us <= 0 => {
+                Err(Error::Invalid("GC rule max_age must be positive".into()))
+            }
             GcRule::MaxAge { max_age_us } if max_age_us % 1000 != 0 => Err(Error::Invalid(
                 "GC rule max_age must be a whole number of milliseconds".into(),
             )),
             GcRule::MaxAge { .. } => Ok(()),
-            GcRule::Intersection(r) | GcRule::Union(r) => r.iter().try_for_each(GcRule::validate_values),
+            GcRule::Intersection(r) | GcRule::Union(r) => {
+                r.iter().try_for_each(GcRule::validate_values)
+            }
         }
     }
 
@@ -208,10 +219,16 @@ pub fn validate_table_id(id: &str) -> Result<()> {
         return Err(Error::Invalid("table id must not be empty".into()));
     }
     if chars > MAX_TABLE_ID_CHARS {
-        return Err(Error::limit("table id length in characters", chars, MAX_TABLE_ID_CHARS));
+        return Err(Error::limit(
+            "table id length in characters",
+            chars,
+            MAX_TABLE_ID_CHARS,
+        ));
     }
     let mut it = id.chars();
-    let first_ok = it.next().is_some_and(|c| c == '_' || c.is_ascii_alphanumeric());
+    let first_ok = it
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphanumeric());
     let rest_ok = it.all(|c| c == '-' || c == '_' || c == '.' || c.is_ascii_alphanumeric());
     if !(first_ok && rest_ok) {
         return Err(Error::Invalid(format!(
@@ -225,7 +242,9 @@ pub fn validate_table_id(id: &str) -> Result<()> {
 pub fn validate_family_name(name: &str) -> Result<()> {
     let chars = name.chars().count();
     if chars == 0 {
-        return Err(Error::Invalid("column family name must not be empty".into()));
+        return Err(Error::Invalid(
+            "column family name must not be empty".into(),
+        ));
     }
     if chars > MAX_FAMILY_NAME_CHARS {
         return Err(Error::limit(
@@ -234,7 +253,10 @@ pub fn validate_family_name(name: &str) -> Result<()> {
             MAX_FAMILY_NAME_CHARS,
         ));
     }
-    if !name.chars().all(|c| c == '-' || c == '_' || c == '.' || c.is_ascii_alphanumeric()) {
+    if !name
+        .chars()
+        .all(|c| c == '-' || c == '_' || c == '.' || c.is_ascii_alphanumeric())
+    {
         return Err(Error::Invalid(format!(
             "column family name {name:?} must match [-_.a-zA-Z0-9]+"
         )));
@@ -250,17 +272,30 @@ mod tests {
     fn nested_rules_collect_like_the_admin_api_says() {
         let rule = GcRule::Union(vec![
             GcRule::MaxVersions(2),
-            GcRule::MaxAge { max_age_us: 1_000_000 },
+            GcRule::MaxAge {
+                max_age_us: 1_000_000,
+            },
         ]);
         assert!(!rule.collects(0, 10_000_000, 10_500_000));
-        assert!(rule.collects(2, 10_000_000, 10_500_000), "third version goes");
+        assert!(
+            rule.collects(2, 10_000_000, 10_500_000),
+            "third version goes"
+        );
         assert!(rule.collects(0, 1_000_000, 10_500_000), "too old goes");
         let rule = GcRule::Intersection(vec![
             GcRule::MaxVersions(2),
-            GcRule::MaxAge { max_age_us: 1_000_000 },
+            GcRule::MaxAge {
+                max_age_us: 1_000_000,
+            },
         ]);
-        assert!(!rule.collects(2, 10_000_000, 10_500_000), "young third version stays");
-        assert!(!rule.collects(0, 1_000_000, 10_500_000), "old first version stays");
+        assert!(
+            !rule.collects(2, 10_000_000, 10_500_000),
+            "young third version stays"
+        );
+        assert!(
+            !rule.collects(0, 1_000_000, 10_500_000),
+            "old first version stays"
+        );
         assert!(rule.collects(2, 1_000_000, 10_500_000));
     }
 

@@ -1,0 +1,514 @@
+//! The engine handle: opening a data directory, the catalog of tables, and the
+//! admin operations (create/get/list/delete tables, modify families, drop rows).
+//!
+//! Catalog changes are copy-on-write: a table's [`TableMeta`] is an `Arc` that
+//! writers and readers clone at the start of a request. Writers hold the catalog's
+//! read lock while they validate and commit, and admin changes take its write lock,
+//! so no write can land in a family or table that is being dropped.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions};
+
+use crate::catalog::{self, FamilyMeta, NEXT_TABLE_ID_KEY, TableMeta};
+use crate::clock::{Clock, Rng, SystemClock};
+use crate::durability::{Durability, GroupCommit};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::limits::{MAX_FAMILIES_PER_TABLE, MAX_TABLES_PER_INSTANCE};
+use crate::locks::RowLocks;
+use crate::rowset::RowRange;
+use crate::schema::{FamilyChange, TableInfo, TableSpec, validate_family_name, validate_table_id};
+
+/// Values at least this large are stored apart from the keys (fjall's key-value
+/// separation), so compactions do not rewrite them and scans over keys stay dense.
+const BLOB_THRESHOLD_BYTES: u32 = 16 * 1024;
+/// Deletes issued per batch when purging ranges, to bound memory.
+pub(crate) const PURGE_BATCH_KEYS: usize = 10_000;
+
+/// How to open an engine.
+pub struct Options {
+    /// fsync policy for acknowledged writes.
+    pub durability: Durability,
+    /// Source of "now" (server timestamps, GC ages).
+    pub clock: Arc<dyn Clock>,
+    /// Seed of the `row_sample` random source.
+    pub rng_seed: u64,
+    /// Block cache size in bytes.
+    pub cache_bytes: u64,
+    /// How often the background sweep reclaims collected cells and dropped data;
+    /// `None` runs no background thread (tests call [`Engine::sweep`]).
+    pub sweep_interval: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Sync,
+            clock: Arc::new(SystemClock),
+            rng_seed: 0x5eed,
+            cache_bytes: 256 * 1024 * 1024,
+            sweep_interval: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// Tables by instance, then by table id.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    pub tables: HashMap<String, HashMap<String, Arc<TableMeta>>>,
+    pub next_table_id: u32,
+}
+
+impl Catalog {
+    pub fn get(&self, instance: &str, table: &str) -> Result<&Arc<TableMeta>> {
+        self.tables
+            .get(instance)
+            .and_then(|t| t.get(table))
+            .ok_or_else(|| Error::no_table(table))
+    }
+}
+
+pub(crate) struct Inner {
+    pub db: Database,
+    pub cells: Keyspace,
+    pub meta: Keyspace,
+    pub catalog: RwLock<Catalog>,
+    pub clock: Arc<dyn Clock>,
+    pub rng: Rng,
+    pub locks: RowLocks,
+    pub commit: GroupCommit,
+    pub sweeper: crate::gc::SweeperControl,
+}
+
+/// A handle to an open data directory. Cheap to clone; all clones share one engine.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("path", &self.inner.db.disk_space().ok())
+            .finish()
+    }
+}
+
+/// Which rows `drop_rows` deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropRows {
+    /// Every row whose key starts with these bytes.
+    Prefix(Vec<u8>),
+    /// Every row of the table.
+    All,
+}
+
+impl Engine {
+    /// Opens (or creates) the data directory at `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+        std::fs::create_dir_all(path.as_ref())?;
+        let db = Database::builder(path.as_ref())
+            .cache_size(options.cache_bytes)
+            .open()?;
+        let cells = db.keyspace("cells", || {
+            KeyspaceCreateOptions::default().with_kv_separation(Some(
+                KvSeparationOptions::default().separation_threshold(BLOB_THRESHOLD_BYTES),
+            ))
+        })?;
+        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let catalog = load_catalog(&db, &meta)?;
+        let inner = Arc::new(Inner {
+            db,
+            cells,
+            meta,
+            catalog: RwLock::new(catalog),
+            clock: options.clock,
+            rng: Rng::new(options.rng_seed),
+            locks: RowLocks::default(),
+            commit: GroupCommit::new(options.durability),
+            sweeper: crate::gc::SweeperControl::default(),
+        });
+        if let Some(every) = options.sweep_interval {
+            crate::gc::spawn_sweeper(&inner, every);
+        }
+        Ok(Self { inner })
+    }
+
+    pub(crate) fn catalog(&self) -> Result<RwLockReadGuard<'_, Catalog>> {
+        self.inner
+            .catalog
+            .read()
+            .map_err(|_| Error::Storage("catalog lock poisoned".into()))
+    }
+
+    fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, Catalog>> {
+        self.inner
+            .catalog
+            .write()
+            .map_err(|_| Error::Storage("catalog lock poisoned".into()))
+    }
+
+    /// The current schema of a table.
+    pub(crate) fn table(&self, instance: &str, table: &str) -> Result<Arc<TableMeta>> {
+        Ok(Arc::clone(self.catalog()?.get(instance, table)?))
+    }
+
+    /// The engine's clock, now.
+    pub fn now_us(&self) -> i64 {
+        self.inner.clock.now_us()
+    }
+
+    /// Creates a table with its initial families.
+    pub fn create_table(&self, instance: &str, name: &str, spec: TableSpec) -> Result<TableInfo> {
+        validate_table_id(name)?;
+        if spec.families.len() > MAX_FAMILIES_PER_TABLE {
+            return Err(Error::limit(
+                "column families per table",
+                spec.families.len(),
+                MAX_FAMILIES_PER_TABLE,
+            ));
+        }
+        let mut families = Vec::with_capacity(spec.families.len());
+        for (i, (fname, fspec)) in spec.families.iter().enumerate() {
+            validate_family_name(fname)?;
+            fspec.gc_rule.validate()?;
+            if spec.families[..i].iter().any(|(n, _)| n == fname) {
+                return Err(Error::Invalid(format!(
+                    "column family {fname:?} is listed twice"
+                )));
+            }
+            families.push(FamilyMeta {
+                id: i as u32,
+                name: fname.as_str().into(),
+                spec: fspec.clone(),
+            });
+        }
+        let mut cat = self.catalog_mut()?;
+        let in_instance = cat.tables.get(instance).map_or(0, HashMap::len);
+        if cat
+            .tables
+            .get(instance)
+            .is_some_and(|t| t.contains_key(name))
+        {
+            return Err(Error::AlreadyExists {
+                kind: "table",
+                name: name.to_owned(),
+            });
+        }
+        if in_instance >= MAX_TABLES_PER_INSTANCE {
+            return Err(Error::Exhausted(format!(
+                "instance {instance} has {in_instance} tables, the limit of {MAX_TABLES_PER_INSTANCE}"
+            )));
+        }
+        let meta = TableMeta {
+            id: cat.next_table_id,
+            instance: instance.to_owned(),
+            name: name.to_owned(),
+            granularity: spec.granularity,
+            next_family_id: families.len() as u32,
+            families,
+        };
+        let mut batch = self.inner.db.batch();
+        batch.insert(
+            &self.inner.meta,
+            meta.meta_key(),
+            catalog::encode_table(&meta),
+        );
+        batch.insert(
+            &self.inner.meta,
+            NEXT_TABLE_ID_KEY,
+            (meta.id + 1).to_be_bytes().to_vec(),
+        );
+        self.commit(batch)?;
+        cat.next_table_id = meta.id + 1;
+        let info = meta.info();
+        cat.tables
+            .entry(instance.to_owned())
+            .or_default()
+            .insert(name.to_owned(), Arc::new(meta));
+        Ok(info)
+    }
+
+    /// A table's schema.
+    pub fn get_table(&self, instance: &str, name: &str) -> Result<TableInfo> {
+        Ok(self.table(instance, name)?.info())
+    }
+
+    /// The tables of an instance, sorted by name.
+    pub fn list_tables(&self, instance: &str) -> Result<Vec<TableInfo>> {
+        let cat = self.catalog()?;
+        let mut out: Vec<TableInfo> = cat
+            .tables
+            .get(instance)
+            .map(|t| t.values().map(|m| m.info()).collect())
+            .unwrap_or_default();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The instances that have at least one table, sorted.
+    pub fn list_instances(&self) -> Result<Vec<String>> {
+        let cat = self.catalog()?;
+        let mut out: Vec<String> = cat
+            .tables
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(i, _)| i.clone())
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Deletes a table; its cells are purged in the background.
+    pub fn delete_table(&self, instance: &str, name: &str) -> Result<()> {
+        let mut cat = self.catalog_mut()?;
+        let meta = Arc::clone(cat.get(instance, name)?);
+        let mut batch = self.inner.db.batch();
+        batch.remove(&self.inner.meta, meta.meta_key());
+        batch.insert(
+            &self.inner.meta,
+            catalog::dead_table_key(meta.id),
+            Vec::new(),
+        );
+        self.commit(batch)?;
+        if let Some(t) = cat.tables.get_mut(instance) {
+            t.remove(name);
+        }
+        self.inner.sweeper.wake();
+        Ok(())
+    }
+
+    /// Applies family changes in order, all or nothing.
+    pub fn modify_families(
+        &self,
+        instance: &str,
+        name: &str,
+        changes: &[FamilyChange],
+    ) -> Result<TableInfo> {
+        let mut cat = self.catalog_mut()?;
+        let old = Arc::clone(cat.get(instance, name)?);
+        let mut meta = (*old).clone();
+        let mut dropped = Vec::new();
+        for change in changes {
+            match change {
+                FamilyChange::Create(fname, spec) => {
+                    validate_family_name(fname)?;
+                    spec.gc_rule.validate()?;
+                    if meta.family(fname).is_some() {
+                        return Err(Error::AlreadyExists {
+                            kind: "column family",
+                            name: fname.clone(),
+                        });
+                    }
+                    if meta.families.len() >= MAX_FAMILIES_PER_TABLE {
+                        return Err(Error::limit(
+                            "column families per table",
+                            meta.families.len() + 1,
+                            MAX_FAMILIES_PER_TABLE,
+                        ));
+                    }
+                    meta.families.push(FamilyMeta {
+                        id: meta.next_family_id,
+                        name: fname.as_str().into(),
+                        spec: spec.clone(),
+                    });
+                    meta.next_family_id = meta.next_family_id.checked_add(1).ok_or_else(|| {
+                        Error::Exhausted(format!("table {name} has used up its family ids"))
+                    })?;
+                }
+                FamilyChange::Update(fname, rule) => {
+                    rule.validate()?;
+                    let f = meta
+                        .families
+                        .iter_mut()
+                        .find(|f| &*f.name == fname)
+                        .ok_or_else(|| Error::no_family(fname))?;
+                    f.spec.gc_rule = rule.clone();
+                }
+                FamilyChange::Drop(fname) => {
+                    let at = meta
+                        .families
+                        .iter()
+                        .position(|f| &*f.name == fname)
+                        .ok_or_else(|| Error::no_family(fname))?;
+                    dropped.push(meta.families.remove(at).id);
+                }
+            }
+        }
+        let mut batch = self.inner.db.batch();
+        batch.insert(
+            &self.inner.meta,
+            meta.meta_key(),
+            catalog::encode_table(&meta),
+        );
+        for fid in &dropped {
+            batch.insert(
+                &self.inner.meta,
+                catalog::dead_family_key(meta.id, *fid),
+                Vec::new(),
+            );
+        }
+        self.commit(batch)?;
+        let info = meta.info();
+        cat.tables
+            .entry(instance.to_owned())
+            .or_default()
+            .insert(name.to_owned(), Arc::new(meta));
+        if !dropped.is_empty() {
+            self.inner.sweeper.wake();
+        }
+        Ok(info)
+    }
+
+    /// Deletes rows by key prefix, or all rows. Dropping all rows is instant: the
+    /// table moves to a fresh id and the old id's cells are purged in the background.
+    pub fn drop_rows(&self, instance: &str, name: &str, which: &DropRows) -> Result<()> {
+        match which {
+            DropRows::All => {
+                let mut cat = self.catalog_mut()?;
+                let old = Arc::clone(cat.get(instance, name)?);
+                let mut meta = (*old).clone();
+                meta.id = cat.next_table_id;
+                let mut batch = self.inner.db.batch();
+                batch.insert(
+                    &self.inner.meta,
+                    meta.meta_key(),
+                    catalog::encode_table(&meta),
+                );
+                batch.insert(
+                    &self.inner.meta,
+                    NEXT_TABLE_ID_KEY,
+                    (meta.id + 1).to_be_bytes().to_vec(),
+                );
+                batch.insert(
+                    &self.inner.meta,
+                    catalog::dead_table_key(old.id),
+                    Vec::new(),
+                );
+                self.commit(batch)?;
+                cat.next_table_id = meta.id + 1;
+                cat.tables
+                    .entry(instance.to_owned())
+                    .or_default()
+                    .insert(name.to_owned(), Arc::new(meta));
+                self.inner.sweeper.wake();
+                Ok(())
+            }
+            DropRows::Prefix(prefix) => {
+                if prefix.is_empty() {
+                    return Err(Error::Invalid(
+                        "row key prefix to drop must not be empty".into(),
+                    ));
+                }
+                // Hold the catalog read lock so the table cannot be re-keyed under us.
+                let cat = self.catalog()?;
+                let meta = Arc::clone(cat.get(instance, name)?);
+                let (lo, hi) = encoded_range(meta.id, &RowRange::prefix(prefix));
+                self.purge_range(&lo, &hi, |_| true)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Deletes every key in `[lo, hi)` that `keep_going` accepts, in batches.
+    pub(crate) fn purge_range(
+        &self,
+        lo: &[u8],
+        hi: &[u8],
+        select: impl Fn(&[u8]) -> bool,
+    ) -> Result<u64> {
+        let mut removed = 0u64;
+        let mut from = lo.to_vec();
+        loop {
+            let snapshot = self.inner.db.snapshot();
+            let mut batch = self.inner.db.batch();
+            let mut n = 0usize;
+            let mut last = None;
+            for guard in fjall::Readable::range(&snapshot, &self.inner.cells, from.as_slice()..hi) {
+                let key = guard.key()?;
+                if select(&key) {
+                    batch.remove(&self.inner.cells, key.clone());
+                    n += 1;
+                }
+                last = Some(key);
+                if n >= PURGE_BATCH_KEYS {
+                    break;
+                }
+            }
+            removed += n as u64;
+            let full = n >= PURGE_BATCH_KEYS;
+            self.commit(batch)?;
+            match (full, last) {
+                (true, Some(k)) => {
+                    from = k.to_vec();
+                    from.push(0);
+                }
+                _ => return Ok(removed),
+            }
+        }
+    }
+
+    /// Commits a batch and waits until the fsync policy says it is durable.
+    pub(crate) fn commit(&self, batch: fjall::OwnedWriteBatch) -> Result<()> {
+        batch.commit()?;
+        self.inner.commit.wait_durable(&self.inner.db)
+    }
+
+    /// Bytes the data directory takes on disk (journal and tables).
+    pub fn disk_space(&self) -> Result<u64> {
+        Ok(self.inner.db.disk_space()?)
+    }
+
+    /// Flushes everything to disk and stops the background sweep.
+    pub fn shutdown(&self) -> Result<()> {
+        self.inner.sweeper.stop();
+        self.inner.db.persist(fjall::PersistMode::SyncAll)?;
+        Ok(())
+    }
+}
+
+/// A row range as bounds on encoded keys of table `table_id`: `[lo, hi)`.
+pub(crate) fn encoded_range(table_id: u32, r: &RowRange) -> (Vec<u8>, Vec<u8>) {
+    use std::ops::Bound;
+    let lo = match &r.start {
+        Bound::Unbounded => keys::table_prefix(table_id),
+        Bound::Included(k) => keys::row_prefix(table_id, k),
+        Bound::Excluded(k) => keys::row_end(table_id, k),
+    };
+    let hi = match &r.end {
+        Bound::Unbounded => keys::table_end(table_id),
+        Bound::Included(k) => keys::row_end(table_id, k),
+        Bound::Excluded(k) => keys::row_prefix(table_id, k),
+    };
+    (lo, hi)
+}
+
+fn load_catalog(db: &Database, meta: &Keyspace) -> Result<Catalog> {
+    let snapshot = db.snapshot();
+    let mut cat = Catalog::default();
+    if let Some(v) = fjall::Readable::get(&snapshot, meta, NEXT_TABLE_ID_KEY)? {
+        let b: [u8; 4] = (*v)
+            .try_into()
+            .map_err(|_| Error::Corrupt("table id counter".into()))?;
+        cat.next_table_id = u32::from_be_bytes(b);
+    }
+    for guard in fjall::Readable::prefix(&snapshot, meta, b"t") {
+        let (k, v) = guard.into_inner()?;
+        let t = catalog::decode_table(&k, &v)?;
+        if t.id >= cat.next_table_id {
+            return Err(Error::Corrupt(format!(
+                "table {} has id {} past the counter",
+                t.name, t.id
+            )));
+        }
+        cat.tables
+            .entry(t.instance.clone())
+            .or_default()
+            .insert(t.name.clone(), Arc::new(t));
+    }
+    Ok(cat)
+}

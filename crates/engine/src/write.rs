@@ -1,0 +1,472 @@
+//! The write path: row-atomic mutations, MutateRows batches, ReadModifyWrite and
+//! CheckAndMutate.
+//!
+//! One request, step by step:
+//! 1. Resolve the table under the catalog read lock (held until commit, so no
+//!    family or table can be dropped underneath).
+//! 2. Validate every mutation of every row ([`crate::validate`]); a row that fails is
+//!    rejected whole and nothing of it is written.
+//! 3. Lock the rows (striped locks, in stripe order) and take a snapshot.
+//! 4. Apply the mutations in order into an overlay of pending key changes, reading
+//!    the snapshot where a mutation depends on what is stored (deletes, aggregates).
+//! 5. Turn the overlay into one fjall batch: one journal record, one sequence
+//!    number, so readers see all of a row's change or none of it.
+//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use fjall::Readable;
+
+use crate::aggregate;
+use crate::catalog::TableMeta;
+use crate::db::Engine;
+use crate::error::{Error, Result};
+use crate::filter::{CompiledFilter, RowFilter};
+use crate::keys;
+use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI};
+use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
+use crate::schema::{Granularity, ValueType};
+use crate::validate;
+use crate::{Cell, Row};
+
+/// One entry of a MutateRows batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowMutations {
+    /// Row key.
+    pub key: Vec<u8>,
+    /// Mutations applied atomically, in order.
+    pub mutations: Vec<Mutation>,
+}
+
+/// Pending changes by full cell key: `Some(value)` writes, `None` deletes.
+type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// Applies mutations for one batch against one snapshot.
+struct Applier<'a> {
+    engine: &'a Engine,
+    meta: &'a TableMeta,
+    snapshot: fjall::Snapshot,
+    /// Changes of entries already applied in this batch.
+    batch: Overlay,
+    now_us: i64,
+}
+
+impl<'a> Applier<'a> {
+    fn new(engine: &'a Engine, meta: &'a TableMeta) -> Self {
+        let now = engine.now_us();
+        let now_us = match meta.granularity {
+            Granularity::Millis => now - now.rem_euclid(MICROS_PER_MILLI),
+            Granularity::Micros => now,
+        };
+        Self {
+            engine,
+            meta,
+            snapshot: engine.inner.db.snapshot(),
+            batch: Overlay::new(),
+            now_us,
+        }
+    }
+
+    fn ts(&self, ts_us: i64) -> i64 {
+        if ts_us == SERVER_TIME {
+            self.now_us
+        } else {
+            ts_us
+        }
+    }
+
+    /// Keys currently present in `[lo, hi)`, as this batch sees them.
+    fn present_keys(&self, entry: &Overlay, lo: &[u8], hi: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut keys: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+        for g in self.snapshot.range(&self.engine.inner.cells, lo..hi) {
+            keys.insert(g.key()?.to_vec(), true);
+        }
+        let range = (Bound::Included(lo.to_vec()), Bound::Excluded(hi.to_vec()));
+        for layer in [&self.batch, entry] {
+            for (k, v) in layer.range::<Vec<u8>, _>(range.clone()) {
+                keys.insert(k.clone(), v.is_some());
+            }
+        }
+        Ok(keys
+            .into_iter()
+            .filter(|(_, live)| *live)
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    /// The value at exactly `key`, as this batch sees it.
+    fn value_at(&self, entry: &Overlay, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        for layer in [entry, &self.batch] {
+            if let Some(v) = layer.get(key) {
+                return Ok(v.clone());
+            }
+        }
+        Ok(self
+            .snapshot
+            .get(&self.engine.inner.cells, key)?
+            .map(|v| v.to_vec()))
+    }
+
+    /// Applies one row's mutations into a fresh entry overlay; merges it into the
+    /// batch only if every mutation succeeded.
+    fn apply_row(&mut self, key: &[u8], muts: &[Mutation]) -> Result<()> {
+        let rp = keys::row_prefix(self.meta.id, key);
+        let mut entry = Overlay::new();
+        for m in muts {
+            self.apply_one(&rp, key, m, &mut entry)?;
+        }
+        self.batch.extend(entry);
+        Ok(())
+    }
+
+    fn delete_range(
+        &self,
+        entry: &mut Overlay,
+        lo: &[u8],
+        hi: &[u8],
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<()> {
+        for k in self.present_keys(entry, lo, hi)? {
+            if !keep(&k) {
+                entry.insert(k, None);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_one(&self, rp: &[u8], row: &[u8], m: &Mutation, entry: &mut Overlay) -> Result<()> {
+        let fid = |name: &str| {
+            self.meta
+                .family(name)
+                .map(|f| f.id)
+                .ok_or_else(|| Error::no_family(name))
+        };
+        match m {
+            Mutation::SetCell {
+                family,
+                qualifier,
+                timestamp_us,
+                value,
+            } => {
+                let k = keys::cell_key(rp, fid(family)?, qualifier, self.ts(*timestamp_us));
+                entry.insert(k, Some(value.clone()));
+            }
+            Mutation::DeleteFromColumn {
+                family,
+                qualifier,
+                start_us,
+                end_us,
+            } => {
+                let f = fid(family)?;
+                // Newest first: the range [start, end) is keys from ts_desc(end-1) to ts_desc(start).
+                let lo = match end_us {
+                    Some(e) if *e > i64::MIN => keys::cell_key(rp, f, qualifier, e - 1),
+                    _ => keys::column_prefix(rp, f, qualifier),
+                };
+                let mut hi = keys::cell_key(rp, f, qualifier, *start_us);
+                hi.push(0);
+                if end_us.is_some_and(|e| e <= *start_us) {
+                    return Ok(());
+                }
+                self.delete_range(entry, &lo, &hi, |_| false)?;
+            }
+            Mutation::DeleteFromFamily { family } => {
+                let fp = keys::family_prefix(rp, fid(family)?);
+                let hi = keys::family_prefix(rp, fid(family)? + 1);
+                self.delete_range(entry, &fp, &hi, |_| false)?;
+            }
+            Mutation::DeleteFromRow => {
+                let hi = keys::row_end(self.meta.id, row);
+                self.delete_range(entry, rp, &hi, |_| false)?;
+            }
+            Mutation::AddToCell {
+                family,
+                qualifier,
+                timestamp_us,
+                input,
+            }
+            | Mutation::MergeToCell {
+                family,
+                qualifier,
+                timestamp_us,
+                input,
+            } => {
+                let fam = self
+                    .meta
+                    .family(family)
+                    .ok_or_else(|| Error::no_family(family))?;
+                let ValueType::Aggregate(kind) = fam.spec.value_type else {
+                    return Err(Error::Invalid(format!(
+                        "family {family:?} is not an aggregate family"
+                    )));
+                };
+                let k = keys::cell_key(rp, fam.id, qualifier, self.ts(*timestamp_us));
+                let existing = self.value_at(entry, &k)?;
+                let merge = matches!(m, Mutation::MergeToCell { .. });
+                let v = aggregate::fold(kind, family, merge, existing.as_deref(), input)?;
+                entry.insert(k, Some(v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the batch overlay; returns whether anything was written.
+    fn commit(self) -> Result<bool> {
+        if self.batch.is_empty() {
+            return Ok(false);
+        }
+        let inner = &self.engine.inner;
+        let mut b = inner.db.batch();
+        for (k, v) in self.batch {
+            match v {
+                Some(v) => b.insert(&inner.cells, k, v),
+                None => b.remove(&inner.cells, k),
+            }
+        }
+        b.commit()?;
+        Ok(true)
+    }
+}
+
+impl Engine {
+    /// Applies `mutations` to one row atomically.
+    pub fn mutate_row(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        mutations: &[Mutation],
+    ) -> Result<()> {
+        let cat = self.catalog()?;
+        let meta = cat.get(instance, table)?;
+        validate::mutations(meta, key, mutations)?;
+        let written = {
+            let _row = self.inner.locks.lock(meta.id, key);
+            let mut a = Applier::new(self, meta);
+            a.apply_row(key, mutations)?;
+            a.commit()?
+        };
+        drop(cat);
+        if written {
+            self.inner.commit.wait_durable(&self.inner.db)?;
+        }
+        Ok(())
+    }
+
+    /// Applies a MutateRows batch: each entry is atomic on its own; the result has
+    /// one status per entry. The whole batch shares one journal write and one fsync.
+    /// The outer error is for the request as a whole (missing table, too many mutations).
+    pub fn mutate_rows(
+        &self,
+        instance: &str,
+        table: &str,
+        entries: &[RowMutations],
+    ) -> Result<Vec<Result<()>>> {
+        let total: usize = entries.iter().map(|e| e.mutations.len()).sum();
+        if total > crate::limits::MAX_MUTATIONS_PER_REQUEST {
+            return Err(Error::limit(
+                "mutations in one request",
+                total,
+                crate::limits::MAX_MUTATIONS_PER_REQUEST,
+            ));
+        }
+        if entries.is_empty() {
+            return Err(Error::Invalid("MutateRows needs at least one entry".into()));
+        }
+        let cat = self.catalog()?;
+        let meta = cat.get(instance, table)?;
+        let mut statuses: Vec<Result<()>> = entries
+            .iter()
+            .map(|e| validate::mutations(meta, &e.key, &e.mutations).map(|_| ()))
+            .collect();
+        let written = {
+            let _rows = self.inner.locks.lock_many(
+                meta.id,
+                entries
+                    .iter()
+                    .zip(&statuses)
+                    .filter(|(_, s)| s.is_ok())
+                    .map(|(e, _)| e.key.as_slice()),
+            );
+            let mut a = Applier::new(self, meta);
+            for (e, s) in entries.iter().zip(statuses.iter_mut()) {
+                if s.is_ok() {
+                    *s = a.apply_row(&e.key, &e.mutations);
+                }
+            }
+            a.commit()?
+        };
+        drop(cat);
+        if written {
+            self.inner.commit.wait_durable(&self.inner.db)?;
+        }
+        Ok(statuses)
+    }
+
+    /// Reads the row with `predicate` (on the whole row, GC applied); applies
+    /// `on_match` if it outputs any cell, else `on_miss`; atomically. With no
+    /// predicate, the row matches if it has any cell. Returns whether it matched.
+    pub fn check_and_mutate(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> Result<bool> {
+        validate::row_key(key)?;
+        let compiled = predicate.map(CompiledFilter::compile).transpose()?;
+        let cat = self.catalog()?;
+        let meta = cat.get(instance, table)?;
+        for muts in [on_match, on_miss] {
+            if !muts.is_empty() {
+                validate::mutations(meta, key, muts)?;
+            }
+        }
+        let (matched, written) = {
+            let _row = self.inner.locks.lock(meta.id, key);
+            let row = self.read_row_locked(meta, key, compiled.as_ref())?;
+            let matched = row.is_some_and(|r| !r.cells.is_empty());
+            let muts = if matched { on_match } else { on_miss };
+            let mut a = Applier::new(self, meta);
+            if !muts.is_empty() {
+                a.apply_row(key, muts)?;
+            }
+            (matched, a.commit()?)
+        };
+        drop(cat);
+        if written {
+            self.inner.commit.wait_durable(&self.inner.db)?;
+        }
+        Ok(matched)
+    }
+
+    /// Applies append / increment rules to the latest cells of their columns,
+    /// atomically; returns the new cells. The new timestamp of each cell is the
+    /// later of its old timestamp and now.
+    pub fn read_modify_write(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> Result<Row> {
+        validate::row_key(key)?;
+        if rules.is_empty() {
+            return Err(Error::Invalid(
+                "ReadModifyWriteRow needs at least one rule".into(),
+            ));
+        }
+        if rules.len() > MAX_READ_MODIFY_WRITE_RULES {
+            return Err(Error::limit(
+                "ReadModifyWrite rules in one request",
+                rules.len(),
+                MAX_READ_MODIFY_WRITE_RULES,
+            ));
+        }
+        let cat = self.catalog()?;
+        let meta = cat.get(instance, table)?;
+        for r in rules {
+            validate::qualifier(&r.qualifier)?;
+            let f = meta
+                .family(&r.family)
+                .ok_or_else(|| Error::no_family(&r.family))?;
+            if f.spec.value_type != ValueType::Bytes {
+                return Err(Error::Invalid(format!(
+                    "ReadModifyWrite on aggregate family {:?}: use AddToCell",
+                    r.family
+                )));
+            }
+        }
+        let out = {
+            let _row = self.inner.locks.lock(meta.id, key);
+            let current = self.read_row_locked(meta, key, None)?.unwrap_or_default();
+            let mut latest: BTreeMap<(String, Vec<u8>), (i64, Vec<u8>)> = BTreeMap::new();
+            for c in current.cells {
+                latest
+                    .entry((c.family.to_string(), c.qualifier.to_vec()))
+                    .or_insert((c.timestamp_us, c.value));
+            }
+            let now = Applier::new(self, meta).now_us;
+            let mut muts = Vec::with_capacity(rules.len());
+            let mut touched = Vec::new();
+            for r in rules {
+                let slot = (r.family.clone(), r.qualifier.clone());
+                let (old_ts, old) = latest
+                    .get(&slot)
+                    .map_or((i64::MIN, None), |(t, v)| (*t, Some(v.as_slice())));
+                let value = match &r.op {
+                    ReadModifyWriteOp::Append(suffix) => {
+                        let mut v = old.unwrap_or_default().to_vec();
+                        v.extend_from_slice(suffix);
+                        v
+                    }
+                    ReadModifyWriteOp::Increment(by) => {
+                        let cur = match old {
+                            None => 0,
+                            Some(b) => i64::from_be_bytes(b.try_into().map_err(|_| {
+                                Error::Invalid(format!(
+                                    "cannot increment {}:{}: its value is {} bytes, not a 64-bit big-endian integer",
+                                    r.family,
+                                    String::from_utf8_lossy(&r.qualifier),
+                                    b.len()
+                                ))
+                            })?),
+                        };
+                        cur.wrapping_add(*by).to_be_bytes().to_vec()
+                    }
+                };
+                if value.len() > crate::limits::MAX_VALUE_BYTES {
+                    return Err(Error::limit(
+                        "cell value size in bytes",
+                        value.len(),
+                        crate::limits::MAX_VALUE_BYTES,
+                    ));
+                }
+                let ts = old_ts.max(now);
+                latest.insert(slot.clone(), (ts, value.clone()));
+                if !touched.contains(&slot) {
+                    touched.push(slot);
+                }
+                muts.push(Mutation::SetCell {
+                    family: r.family.clone(),
+                    qualifier: r.qualifier.clone(),
+                    timestamp_us: ts,
+                    value,
+                });
+            }
+            let mut a = Applier::new(self, meta);
+            a.apply_row(key, &muts)?;
+            a.commit()?;
+            let mut cells: Vec<(u32, Cell)> = touched
+                .into_iter()
+                .filter_map(|(f, q)| {
+                    let fam = meta.family(&f)?;
+                    let (ts, v) = latest.remove(&(f, q.clone()))?;
+                    let cell = Cell {
+                        family: fam.name.clone(),
+                        qualifier: q.into(),
+                        timestamp_us: ts,
+                        value: v,
+                        labels: vec![],
+                    };
+                    Some((fam.id, cell))
+                })
+                .collect();
+            cells.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| a.1.qualifier.cmp(&b.1.qualifier))
+            });
+            let cells = cells.into_iter().map(|(_, c)| c).collect();
+            Row {
+                key: key.to_vec(),
+                cells,
+            }
+        };
+        drop(cat);
+        self.inner.commit.wait_durable(&self.inner.db)?;
+        Ok(out)
+    }
+}

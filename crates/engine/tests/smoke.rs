@@ -1,0 +1,181 @@
+//! End-to-end checks of the engine's public API on a real data directory.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+
+use almanac_engine::clock::ManualClock;
+use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
+use almanac_engine::schema::{Aggregate, FamilySpec, GcRule, TableSpec, ValueType};
+use almanac_engine::{DropRows, Durability, Engine, Options, ReadRequest};
+
+const I: &str = "projects/p/instances/i";
+
+fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Engine {
+    Engine::open(
+        dir,
+        Options {
+            durability: Durability::None,
+            clock,
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+fn set(f: &str, q: &str, ts: i64, v: &str) -> Mutation {
+    Mutation::SetCell {
+        family: f.into(),
+        qualifier: q.into(),
+        timestamp_us: ts,
+        value: v.into(),
+    }
+}
+
+fn cells(e: &Engine, row: &str) -> Vec<(String, String, i64, String)> {
+    e.read_row(I, "t", row.as_bytes(), None)
+        .unwrap()
+        .map(|r| {
+            r.cells
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.family.to_string(),
+                        String::from_utf8_lossy(&c.qualifier).into(),
+                        c.timestamp_us,
+                        String::from_utf8_lossy(&c.value).into(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn write_read_delete_reopen() {
+    let dir = tempdir();
+    let clock = Arc::new(ManualClock::new(1_000_000_000));
+    let e = open(&dir, clock.clone());
+    let spec = TableSpec {
+        families: vec![
+            ("cf".into(), FamilySpec::default()),
+            (
+                "v2".into(),
+                FamilySpec {
+                    gc_rule: GcRule::MaxVersions(2),
+                    ..FamilySpec::default()
+                },
+            ),
+            (
+                "sum".into(),
+                FamilySpec {
+                    value_type: ValueType::Aggregate(Aggregate::Sum),
+                    ..FamilySpec::default()
+                },
+            ),
+        ],
+        ..TableSpec::default()
+    };
+    e.create_table(I, "t", spec).unwrap();
+    e.mutate_row(
+        I,
+        "t",
+        b"r1",
+        &[
+            set("cf", "a", 1000, "x"),
+            set("cf", "a", 2000, "y"),
+            set("cf", "b", -1, "z"),
+        ],
+    )
+    .unwrap();
+    for ts in [1000, 2000, 3000] {
+        e.mutate_row(I, "t", b"r1", &[set("v2", "q", ts, &ts.to_string())])
+            .unwrap();
+    }
+    let got = cells(&e, "r1");
+    assert_eq!(got[0], ("cf".into(), "a".into(), 2000, "y".into()));
+    assert_eq!(got[1], ("cf".into(), "a".into(), 1000, "x".into()));
+    assert_eq!(got[2], ("cf".into(), "b".into(), 1_000_000_000, "z".into()));
+    assert_eq!(got.len(), 5, "max_versions 2 hides the oldest: {got:?}");
+    // Aggregates.
+    for v in [5, 7] {
+        let m = Mutation::AddToCell {
+            family: "sum".into(),
+            qualifier: "n".into(),
+            timestamp_us: 0,
+            input: AggregateInput::Int(v),
+        };
+        e.mutate_row(I, "t", b"r1", &[m]).unwrap();
+    }
+    let r = e.read_row(I, "t", b"r1", None).unwrap().unwrap();
+    assert_eq!(r.cells.last().unwrap().value, 12i64.to_be_bytes());
+    // RMW.
+    let inc = ReadModifyWriteRule {
+        family: "cf".into(),
+        qualifier: "n".into(),
+        op: ReadModifyWriteOp::Increment(3),
+    };
+    let out = e
+        .read_modify_write(I, "t", b"r2", &[inc.clone(), inc])
+        .unwrap();
+    assert_eq!(out.cells.len(), 1);
+    assert_eq!(out.cells[0].value, 6i64.to_be_bytes());
+    // Deletes.
+    e.mutate_row(
+        I,
+        "t",
+        b"r1",
+        &[Mutation::DeleteFromColumn {
+            family: "cf".into(),
+            qualifier: "a".into(),
+            start_us: 2000,
+            end_us: None,
+        }],
+    )
+    .unwrap();
+    assert_eq!(cells(&e, "r1").iter().filter(|c| c.1 == "a").count(), 1);
+    // Sweep keeps results identical.
+    let before = cells(&e, "r1");
+    let stats = e.sweep().unwrap();
+    assert_eq!(stats.collected, 1);
+    assert_eq!(cells(&e, "r1"), before);
+    drop(e);
+    let e = open(&dir, clock);
+    assert_eq!(cells(&e, "r1"), before);
+    assert_eq!(
+        e.read_rows(I, "t", ReadRequest::default()).unwrap().count(),
+        2
+    );
+    let rev: Vec<_> = e
+        .read_rows(
+            I,
+            "t",
+            ReadRequest {
+                reversed: true,
+                ..ReadRequest::default()
+            },
+        )
+        .unwrap()
+        .map(|r| r.unwrap().key)
+        .collect();
+    assert_eq!(rev, vec![b"r2".to_vec(), b"r1".to_vec()]);
+    e.drop_rows(I, "t", &DropRows::All).unwrap();
+    assert_eq!(
+        e.read_rows(I, "t", ReadRequest::default()).unwrap().count(),
+        0
+    );
+    assert!(e.sweep().unwrap().purged > 0);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "almanac-smoke-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
