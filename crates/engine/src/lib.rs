@@ -42,6 +42,7 @@ pub mod mutation;
 pub mod plan;
 pub mod read;
 pub mod rowset;
+pub mod sample;
 pub mod schema;
 pub mod validate;
 pub mod write;

@@ -1,1 +1,91 @@
-//! placeholder
+//! # almanac-server
+//!
+//! The network front of Almanac: the Cloud Bigtable gRPC APIs (Data API v2, Table
+//! Admin, enough Instance Admin for clients and `cbt`) over one embedded
+//! [`almanac_engine::Engine`].
+//!
+//! ## A request, step by step
+//! 1. tonic decodes the protobuf ([`serve`] allows messages up to
+//!    [`MAX_MESSAGE_BYTES`], room for a 256 MiB row).
+//! 2. The handler ([`data`], [`admin`], [`instance`]) parses the resource name
+//!    ([`names`]) and converts the request to engine types ([`convert`]).
+//! 3. The engine call runs on tokio's blocking pool (it may wait for an fsync).
+//! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]).
+//! 5. Engine errors become gRPC statuses in exactly one place ([`status`]); RPCs
+//!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
+
+pub mod admin;
+pub mod chunks;
+pub mod convert;
+pub mod data;
+pub mod instance;
+pub mod names;
+pub mod status;
+pub mod unimplemented;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use almanac_api::google::bigtable::admin::v2::bigtable_instance_admin_server::BigtableInstanceAdminServer;
+use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_server::BigtableTableAdminServer;
+use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
+use almanac_engine::Engine;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::unimplemented::NameUnimplemented;
+
+/// Largest gRPC message accepted or sent: a 256 MiB row plus framing.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024 + 1024 * 1024;
+
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The transport failed.
+    #[error("gRPC transport: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// A bound listener, ready to serve.
+pub struct Bound {
+    listener: TcpListener,
+}
+
+impl Bound {
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// Binds `addr` without serving yet, so callers can report the real port.
+pub async fn bind(addr: SocketAddr) -> Result<Bound, ServeError> {
+    let listener = TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    Ok(Bound { listener })
+}
+
+/// Serves the Bigtable APIs over `engine` until `shutdown` completes; in-flight
+/// requests finish before this returns.
+pub async fn serve(engine: Engine, bound: Bound, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+    let data = BigtableServer::new(data::DataService::new(engine.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let table_admin = BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
+    tonic::transport::Server::builder()
+        .add_service(NameUnimplemented::new(data))
+        .add_service(NameUnimplemented::new(table_admin))
+        .add_service(NameUnimplemented::new(instance_admin))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(bound.listener), shutdown)
+        .await?;
+    Ok(())
+}
