@@ -80,6 +80,3 @@ pub enum RowFilter {
     ApplyLabel(String),
 }
 
-// TEMPORARY until the filter evaluator lands (replaced on merge of the `filters` branch).
-mod pending;
-pub use pending::CompiledFilter;
