@@ -79,3 +79,11 @@ pub enum RowFilter {
     /// Add a label to every cell.
     ApplyLabel(String),
 }
+
+mod compile;
+mod eval;
+mod pattern;
+mod plan;
+
+pub use compile::CompiledFilter;
+pub use plan::select;
