@@ -87,3 +87,8 @@ mod plan;
 
 pub use compile::CompiledFilter;
 pub use plan::select;
+
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;
