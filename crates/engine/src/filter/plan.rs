@@ -181,7 +181,10 @@ fn step(f: &Node, rest: ReadPlan, families: &[&str]) -> ReadPlan {
                 ..ReadPlan::default()
             }
         }
-        opaque => plan_node(opaque, families),
+        // Row offsets and limits count cells of every column, and a sink outputs
+        // its whole input: they need everything.
+        Node::CellsPerRowOffset(_) | Node::CellsPerRowLimit(_) | Node::Sink => ReadPlan::default(),
+        Node::Chain(_) | Node::Interleave(_) | Node::Condition { .. } => plan_node(f, families),
     }
 }
 
