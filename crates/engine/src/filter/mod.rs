@@ -89,6 +89,8 @@ pub use compile::CompiledFilter;
 pub use plan::select;
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod prop;
 #[cfg(test)]
 mod testkit;

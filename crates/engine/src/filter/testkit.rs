@@ -15,6 +15,8 @@
 //!   newline; any other backslash is kept, so regex escapes such as `\C` or `\d`
 //!   are written as is.
 
+#![allow(clippy::panic, reason = "tests")]
+
 use std::ops::Bound;
 use std::sync::Arc;
 
