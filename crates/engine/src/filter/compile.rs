@@ -12,8 +12,8 @@
 //! 3. Structure, as data.proto states it: `sink` may not appear anywhere inside a
 //!    `Condition` (predicate or branches), and a `Chain` may have at most one
 //!    sub-filter that contains an `apply_label_transformer` (a cell carries at most
-//!    one label). "Contains" is read literally: a label anywhere in the sub-filter,
-//!    a condition predicate included, counts.
+//!    one label). A label inside a condition's predicate does not count: the
+//!    predicate's output never reaches the read.
 //!
 //! Every failure is [`Error::Invalid`] naming the proto field and the rule.
 
@@ -119,7 +119,8 @@ fn compile_node(filter: &RowFilter, depth: usize, in_condition: bool) -> Result<
             Ok((Node::Interleave(nodes), any_label))
         }
         RowFilter::Condition { predicate, true_filter, false_filter } => {
-            let (predicate, l1) = compile_node(predicate, depth + 1, true)?;
+            // Labels in the predicate never reach the output: they do not count.
+            let (predicate, _) = compile_node(predicate, depth + 1, true)?;
             let branch = |f: &Option<Box<RowFilter>>| -> Result<(Option<Box<Node>>, bool)> {
                 match f {
                     None => Ok((None, false)),
@@ -128,7 +129,7 @@ fn compile_node(filter: &RowFilter, depth: usize, in_condition: bool) -> Result<
             };
             let (true_filter, l2) = branch(true_filter)?;
             let (false_filter, l3) = branch(false_filter)?;
-            Ok((Node::Condition { predicate: Box::new(predicate), true_filter, false_filter }, l1 || l2 || l3))
+            Ok((Node::Condition { predicate: Box::new(predicate), true_filter, false_filter }, l2 || l3))
         }
         RowFilter::Sink if in_condition => Err(Error::Invalid(
             "sink: cannot be used within the predicate_filter, true_filter or false_filter of a condition"

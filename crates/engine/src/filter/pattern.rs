@@ -4,11 +4,12 @@
 //! `column_qualifier_regex_filter` and `value_regex_filter` with RE2. This module
 //! turns an RE2 pattern into an equivalent pattern for the `regex` crate:
 //!
-//! 1. A pattern that is valid UTF-8 keeps RE2's UTF-8 semantics: `.` matches one
-//!    encoded code point other than `\n`, so it never matches a byte `>= 0x80` that is
-//!    not part of valid UTF-8 (the proto says to use `\C` for a true wildcard).
-//!    A pattern that is *not* valid UTF-8 is read byte-wise (RE2's Latin-1 mode):
-//!    the whole pattern runs with Unicode off and every byte `>= 0x80` is a literal.
+//! 1. Byte targets (row keys, qualifiers, values) are matched byte-wise, as RE2's
+//!    Latin-1 mode does: the pattern runs with Unicode off, every pattern byte
+//!    `>= 0x80` is a literal byte, and `.` matches any one byte except `\n` (the
+//!    proto says to use `\C` for a true wildcard, and mentions only `\n` as what
+//!    `.` misses). The Go emulator matches the same way (`binaryregexp` over
+//!    `\xHH`-escaped patterns). Family names are UTF-8 text and keep Unicode mode.
 //! 2. RE2-only syntax is translated: `\C` (any byte) becomes `(?s-u:.)`, `\Q…\E`
 //!    becomes escaped literals, and the Perl classes `\d \D \w \W \s \S \b \B`, which
 //!    are ASCII-only in RE2, become their ASCII forms. Inside a character class, `[`,
@@ -114,11 +115,12 @@ impl Unit {
     }
 }
 
-/// Splits a pattern into units: characters if it is UTF-8, else bytes.
-fn units(pattern: &[u8]) -> (Vec<Unit>, bool) {
-    match std::str::from_utf8(pattern) {
-        Ok(text) => (text.chars().map(Unit::Char).collect(), true),
-        Err(_) => {
+/// Splits a pattern into units: characters for a text target, else bytes (ASCII
+/// bytes as characters).
+fn units(pattern: &[u8], target: Target) -> (Vec<Unit>, bool) {
+    match (target, std::str::from_utf8(pattern)) {
+        (Target::Text, Ok(text)) => (text.chars().map(Unit::Char).collect(), true),
+        _ => {
             let unit = |&b: &u8| {
                 if b.is_ascii() {
                     Unit::Char(b as char)
@@ -133,7 +135,7 @@ fn units(pattern: &[u8]) -> (Vec<Unit>, bool) {
 
 /// Rewrites an RE2 pattern into `regex` crate syntax (see the module docs).
 fn translate(field: &str, pattern: &[u8], target: Target) -> Result<String> {
-    let (units, utf8) = units(pattern);
+    let (units, utf8) = units(pattern, target);
     let mut out = String::with_capacity(pattern.len() + 8);
     if !utf8 {
         out.push_str("(?-u)");
