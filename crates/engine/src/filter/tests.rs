@@ -375,3 +375,19 @@ fn labels_never_stack_on_valid_filters() {
         assert!(line.matches('[').count() <= 1, "{line}");
     }
 }
+
+#[test]
+fn family_patterns_translate_re2_syntax_too() {
+    assert_eq!(run("(family \"\\w\")", ROW).len(), 5);
+    assert_eq!(run("(family \"\\bb\\b\")", ROW), ["b:x@4=u"]);
+    assert_eq!(run("(family \"\\C\")", ROW).len(), 5);
+    assert_eq!(run("(family \"\\Qa\\E\")", ROW).len(), 4);
+}
+
+#[test]
+fn compiled_filter_is_send_and_sync() {
+    fn shareable<T: Send + Sync + 'static>(_: &T) {}
+    shareable(
+        &CompiledFilter::compile(&f("(chain (key \"r.*\") (qual \"x\") (value \"v\"))")).unwrap(),
+    );
+}
