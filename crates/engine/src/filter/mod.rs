@@ -1,10 +1,10 @@
 //! The RowFilter language of `google.bigtable.v2.RowFilter`.
 //!
-//! A read evaluates a filter in three steps:
+//! A read evaluates a filter in four steps:
 //! 1. [`RowFilter`] is the caller's tree, a one-to-one image of the proto.
 //! 2. `compile` checks it (nesting ≤ [`crate::limits::MAX_FILTER_DEPTH`], labels,
 //!    regexes) and compiles regexes once per request.
-//! 3. `plan` derives a [`crate::read::ReadPlan`]: the families, column ranges,
+//! 3. `plan` derives a [`crate::plan::ReadPlan`]: the families, column ranges,
 //!    timestamp range and per-column cell limit that storage can seek to, so that
 //!    cells a filter would drop are never read.
 //! 4. `eval` applies the whole filter to the cells the plan returned, one row at a time.
@@ -80,3 +80,19 @@ pub enum RowFilter {
     ApplyLabel(String),
 }
 
+mod compile;
+mod eval;
+mod pattern;
+mod plan;
+
+pub use compile::CompiledFilter;
+pub use plan::select;
+
+#[cfg(test)]
+mod golden;
+#[cfg(test)]
+mod prop;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;

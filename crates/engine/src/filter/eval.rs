@@ -1,0 +1,171 @@
+//! Evaluation of a [`CompiledFilter`] on one row.
+//!
+//! Every filter only drops, duplicates or modifies its input cells; none invents a
+//! cell. So [`CompiledFilter::apply`] tags each input cell once with its position in
+//! row order, and every merge (an `Interleave` pooling its children, the final
+//! merge of sunk cells) is a stable sort on that tag: cells come out in row order,
+//! and copies of one cell keep the order in which they were produced.
+//!
+//! Per node:
+//! - `Chain` feeds each child the previous child's output (empty chain: pass all).
+//! - `Interleave` gives each child a copy of the input and pools the outputs,
+//!   duplicates kept, copies of a cell in child order (empty interleave: nothing).
+//! - `Condition` runs the predicate on its input and discards the predicate's
+//!   output; at least one cell selects `true_filter`, else `false_filter`; a missing
+//!   branch outputs nothing.
+//! - `Sink` copies its input to the read's final output and outputs nothing to its
+//!   parent (data.proto's example shows the sink branch contributing nothing to the
+//!   enclosing interleave). The final output is the normal output and all sunk
+//!   cells merged in row order, sunk copies first among copies of the same cell.
+//! - `RowSample` draws one number from the [`Rng`] each time it is evaluated, even
+//!   on an empty input, so the number of draws depends only on the tree and on the
+//!   branch each condition takes.
+//! - `CellsPerRowOffset`/`Limit` count every cell (and every copy) in row order;
+//!   `CellsPerColumnLimit` keeps the first N cells of each run of one column.
+//! - `ApplyLabel` appends its label to each cell's labels.
+
+use super::compile::{CompiledFilter, Node};
+use crate::cell::Cell;
+use crate::clock::Rng;
+
+/// A cell with its position in the row as first given to the filter.
+#[derive(Debug, Clone)]
+struct Tagged {
+    pos: usize,
+    cell: Cell,
+}
+
+/// Context shared by one row's evaluation.
+struct RowContext<'a> {
+    row_key: &'a [u8],
+    rng: &'a Rng,
+}
+
+impl CompiledFilter {
+    /// Applies the filter to one row's cells, given in row order (family creation
+    /// order, qualifier ascending, timestamp descending). Returns the output cells in
+    /// row order; an empty output means the row is not returned.
+    pub fn apply(&self, row_key: &[u8], cells: Vec<Cell>, rng: &Rng) -> Vec<Cell> {
+        let input: Vec<Tagged> = cells
+            .into_iter()
+            .enumerate()
+            .map(|(pos, cell)| Tagged { pos, cell })
+            .collect();
+        let ctx = RowContext { row_key, rng };
+        let mut sunk = Vec::new();
+        let output = eval(&self.root, input, &ctx, &mut sunk);
+        if sunk.is_empty() {
+            return output.into_iter().map(|t| t.cell).collect();
+        }
+        sunk.extend(output);
+        sunk.sort_by_key(|t| t.pos);
+        sunk.into_iter().map(|t| t.cell).collect()
+    }
+}
+
+/// Evaluates `node` on `input`; cells reaching a `Sink` are appended to `sunk`.
+fn eval(
+    node: &Node,
+    mut input: Vec<Tagged>,
+    ctx: &RowContext<'_>,
+    sunk: &mut Vec<Tagged>,
+) -> Vec<Tagged> {
+    match node {
+        Node::Chain(children) => children
+            .iter()
+            .fold(input, |cells, child| eval(child, cells, ctx, sunk)),
+        Node::Interleave(children) => {
+            let mut pooled = Vec::new();
+            for (i, child) in children.iter().enumerate() {
+                let copy = if i + 1 == children.len() {
+                    std::mem::take(&mut input)
+                } else {
+                    input.clone()
+                };
+                pooled.extend(eval(child, copy, ctx, sunk));
+            }
+            pooled.sort_by_key(|t| t.pos);
+            pooled
+        }
+        Node::Condition {
+            predicate,
+            true_filter,
+            false_filter,
+        } => {
+            // Sinks cannot appear inside a condition; discard anything regardless.
+            let matched = !eval(predicate, input.clone(), ctx, &mut Vec::new()).is_empty();
+            match if matched { true_filter } else { false_filter } {
+                Some(branch) => eval(branch, input, ctx, sunk),
+                None => Vec::new(),
+            }
+        }
+        Node::Sink => {
+            sunk.extend(input);
+            Vec::new()
+        }
+        Node::PassAll => input,
+        Node::BlockAll => Vec::new(),
+        Node::RowKeyRegex(re) => keep_if(input, re.is_match(ctx.row_key)),
+        Node::RowSample(p) => {
+            let draw = ctx.rng.next_f64();
+            keep_if(input, draw < *p)
+        }
+        Node::FamilyNameRegex(re) => retain(input, |c| re.is_match(&c.family)),
+        Node::ColumnQualifierRegex { regex, .. } => retain(input, |c| regex.is_match(&c.qualifier)),
+        Node::ColumnRange { family, range } => retain(input, |c| {
+            c.family == *family && range.contains(&c.qualifier)
+        }),
+        Node::TimestampRange { start_us, end_us } => retain(input, |c| {
+            c.timestamp_us >= *start_us && end_us.is_none_or(|e| c.timestamp_us < e)
+        }),
+        Node::ValueRegex(re) => retain(input, |c| re.is_match(&c.value)),
+        Node::ValueRange(range) => retain(input, |c| range.contains(&c.value)),
+        Node::CellsPerRowOffset(n) => input.into_iter().skip(*n).collect(),
+        Node::CellsPerRowLimit(n) => {
+            input.truncate(*n);
+            input
+        }
+        Node::CellsPerColumnLimit(n) => per_column_limit(input, *n),
+        Node::StripValue => {
+            input.iter_mut().for_each(|t| t.cell.value.clear());
+            input
+        }
+        Node::ApplyLabel(label) => {
+            input
+                .iter_mut()
+                .for_each(|t| t.cell.labels.push(label.clone()));
+            input
+        }
+    }
+}
+
+fn keep_if(input: Vec<Tagged>, keep: bool) -> Vec<Tagged> {
+    if keep { input } else { Vec::new() }
+}
+
+fn retain(mut input: Vec<Tagged>, mut keep: impl FnMut(&Cell) -> bool) -> Vec<Tagged> {
+    input.retain(|t| keep(&t.cell));
+    input
+}
+
+/// Keeps the first `n` cells of each run of cells in one column (family and
+/// qualifier); every copy of a duplicated cell counts.
+fn per_column_limit(input: Vec<Tagged>, n: usize) -> Vec<Tagged> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut seen = 0usize;
+    let mut column: Option<(std::sync::Arc<str>, std::sync::Arc<[u8]>)> = None;
+    for t in input {
+        let same = column
+            .as_ref()
+            .is_some_and(|(f, q)| *f == t.cell.family && *q == t.cell.qualifier);
+        if !same {
+            column = Some((t.cell.family.clone(), t.cell.qualifier.clone()));
+            seen = 0;
+        }
+        seen += 1;
+        if seen <= n {
+            out.push(t);
+        }
+    }
+    out
+}
