@@ -4,7 +4,10 @@
 //! name when it changes and the qualifier when it or the family changes; values
 //! larger than [`VALUE_PIECE_BYTES`] are split across chunks, every piece but the
 //! last stating the whole `value_size`; the row's last chunk has `commit_row`.
-//! Chunks are packed into responses of about [`RESPONSE_BYTES`].
+//! Chunks are packed into responses of about [`RESPONSE_BYTES`]. A response only
+//! ends between cells, and a response that starts in the middle of a row repeats
+//! the row key on its first chunk: Google's Python client checks each response's
+//! first key against the last row it yielded.
 
 use almanac_api::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus;
 use almanac_api::google::bigtable::v2::read_rows_response::CellChunk;
@@ -42,8 +45,9 @@ impl Framer {
                 let first_piece = p == 0;
                 let last_piece = p + 1 == pieces;
                 let piece = value.slice(p * VALUE_PIECE_BYTES..((p + 1) * VALUE_PIECE_BYTES).min(total));
+                let starts_response = self.chunks.is_empty();
                 let chunk = CellChunk {
-                    row_key: if i == 0 && first_piece { key.clone() } else { Bytes::new() },
+                    row_key: if (i == 0 || starts_response) && first_piece { key.clone() } else { Bytes::new() },
                     family_name: (first_piece && family_changed).then(|| cell.family.to_string()),
                     qualifier: (first_piece && qualifier_changed).then(|| cell.qualifier.to_vec()),
                     timestamp_micros: if first_piece { cell.timestamp_us } else { 0 },
@@ -54,9 +58,9 @@ impl Framer {
                 };
                 self.bytes += chunk.value.len() + chunk.row_key.len() + 64;
                 self.chunks.push(chunk);
-                if self.bytes >= RESPONSE_BYTES {
-                    out.push(self.take());
-                }
+            }
+            if self.bytes >= RESPONSE_BYTES {
+                out.push(self.take());
             }
             prev = Some((cell.family, cell.qualifier));
         }
