@@ -30,10 +30,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
     let engine = Engine::open(
         &dir,
-        Options { durability: args.fsync, sweep_interval: Some(Duration::from_secs(args.sweep_secs.max(1))), ..Options::default() },
+        Options {
+            durability: args.fsync,
+            sweep_interval: Some(Duration::from_secs(args.sweep_secs.max(1))),
+            ..Options::default()
+        },
     )
     .with_context(|| format!("opening data directory {}", dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
     runtime.block_on(async {
         let bound = almanac_server::bind(args.addr).await?;
         let local = bound.local_addr()?;

@@ -402,6 +402,9 @@ impl Engine {
             crate::validate::row_key(k)?;
         }
         let meta = self.table(instance, table)?;
+        if let Some(f) = &req.filter {
+            crate::validate::filter_timestamps(&meta, f)?;
+        }
         let filter = req
             .filter
             .as_ref()
@@ -453,6 +456,9 @@ impl Engine {
     ) -> Result<Option<Row>> {
         crate::validate::row_key(key)?;
         let meta = self.table(instance, table)?;
+        if let Some(f) = filter {
+            crate::validate::filter_timestamps(&meta, f)?;
+        }
         let filter = filter.map(CompiledFilter::compile).transpose()?;
         self.stream(meta, &RowSet::key(key.to_vec()), filter, None, false)
             .next()

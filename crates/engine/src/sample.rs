@@ -8,23 +8,33 @@
 
 use fjall::Readable;
 
-use crate::db::Engine;
+use std::ops::Bound;
+
+use crate::db::{Engine, encoded_range};
 use crate::error::Result;
 use crate::keys::{self, KeyParts};
+use crate::rowset::RowRange;
 
 /// Target bytes between two samples: small enough that a modest table still splits
 /// into several pieces for parallel readers, large enough that the list stays short.
 pub const SAMPLE_PIECE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl Engine {
-    /// `(row key, bytes up to and including that row)` pairs; the last key is empty.
-    pub fn sample_row_keys(&self, instance: &str, table: &str) -> Result<Vec<(Vec<u8>, u64)>> {
+    /// `(row key, bytes up to and including that row)` pairs over `range`; the last
+    /// key is the range's end (empty for the end of the table).
+    pub fn sample_row_keys(
+        &self,
+        instance: &str,
+        table: &str,
+        range: &RowRange,
+    ) -> Result<Vec<(Vec<u8>, u64)>> {
         let meta = self.table(instance, table)?;
+        let (lo, hi) = encoded_range(meta.id, range);
         let snapshot = self.inner.db.snapshot();
         let mut out = Vec::new();
         let (mut total, mut last_emit) = (0u64, 0u64);
         let mut row: Vec<u8> = Vec::new();
-        for g in snapshot.range(&self.inner.cells, keys::table_prefix(meta.id)..keys::table_end(meta.id)) {
+        for g in snapshot.range(&self.inner.cells, lo..hi) {
             let (k, v) = g.into_inner()?;
             let p = KeyParts::parse(&k)?;
             if k[..p.row_end] != row[..] {
@@ -36,7 +46,12 @@ impl Engine {
             }
             total += (k.len() + v.len()) as u64;
         }
-        out.push((Vec::new(), total));
+        let end = match &range.end {
+            Bound::Included(k) | Bound::Excluded(k) => k.clone(),
+            Bound::Unbounded => Vec::new(),
+        };
+        out.retain(|(k, _)| end.is_empty() || *k < end);
+        out.push((end, total));
         Ok(out)
     }
 }

@@ -4,6 +4,7 @@
 use crate::aggregate;
 use crate::catalog::TableMeta;
 use crate::error::{Error, Result};
+use crate::filter::RowFilter;
 use crate::limits::{
     MAX_MUTATIONS_PER_REQUEST, MAX_QUALIFIER_BYTES, MAX_ROW_BYTES, MAX_ROW_KEY_BYTES,
     MAX_VALUE_BYTES, MICROS_PER_MILLI,
@@ -160,4 +161,20 @@ pub fn mutations(meta: &TableMeta, key: &[u8], muts: &[Mutation]) -> Result<usiz
         ));
     }
     Ok(bytes)
+}
+
+/// Checks that every timestamp range in a filter suits the table's granularity:
+/// on MILLIS tables both bounds must be whole milliseconds, as on the service.
+pub fn filter_timestamps(meta: &TableMeta, filter: &RowFilter) -> Result<()> {
+    let mut result = Ok(());
+    filter.visit(&mut |f| {
+        if let RowFilter::TimestampRange { start_us, end_us } = f {
+            for ts in std::iter::once(*start_us).chain(*end_us) {
+                if result.is_ok() && ts > 0 {
+                    result = timestamp(meta, ts, "timestamp_range_filter bound");
+                }
+            }
+        }
+    });
+    result
 }

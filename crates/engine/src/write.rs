@@ -317,9 +317,17 @@ impl Engine {
         on_miss: &[Mutation],
     ) -> Result<bool> {
         validate::row_key(key)?;
+        if on_match.is_empty() && on_miss.is_empty() {
+            return Err(Error::Invalid(
+                "CheckAndMutateRow needs at least one true or false mutation".into(),
+            ));
+        }
         let compiled = predicate.map(CompiledFilter::compile).transpose()?;
         let cat = self.catalog()?;
         let meta = cat.get(instance, table)?;
+        if let Some(p) = predicate {
+            validate::filter_timestamps(meta, p)?;
+        }
         for muts in [on_match, on_miss] {
             if !muts.is_empty() {
                 validate::mutations(meta, key, muts)?;

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 use crate::convert;
 use crate::data::blocking;
 use crate::names::{self, TableName};
-use crate::status::{invalid, IntoStatus};
+use crate::status::{IntoStatus, invalid};
 
 /// Tables per ListTables page when the caller sets no page size.
 const DEFAULT_PAGE_SIZE: usize = 1_000;
@@ -31,7 +31,11 @@ impl TableAdminService {
 }
 
 fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
-    let name = TableName { instance: info.instance.clone(), table: info.name.clone() }.full();
+    let name = TableName {
+        instance: info.instance.clone(),
+        table: info.name.clone(),
+    }
+    .full();
     let name_only = view == pb::table::View::NameOnly as i32;
     let column_families: HashMap<String, pb::ColumnFamily> = if name_only {
         HashMap::new()
@@ -61,7 +65,10 @@ fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
 
 #[tonic::async_trait]
 impl BigtableTableAdmin for TableAdminService {
-    async fn create_table(&self, request: Request<pb::CreateTableRequest>) -> Result<Response<pb::Table>, Status> {
+    async fn create_table(
+        &self,
+        request: Request<pb::CreateTableRequest>,
+    ) -> Result<Response<pb::Table>, Status> {
         let req = request.into_inner();
         let instance = names::instance(&req.parent)?;
         let table = req.table.unwrap_or_default();
@@ -70,7 +77,10 @@ impl BigtableTableAdmin for TableAdminService {
             families.push((name.clone(), convert::family_spec(cf)?));
         }
         families.sort_by(|a, b| a.0.cmp(&b.0));
-        let spec = TableSpec { families, granularity: convert::granularity(table.granularity)? };
+        let spec = TableSpec {
+            families,
+            granularity: convert::granularity(table.granularity)?,
+        };
         // Split keys only shape tablets on the service; here they are validated and accepted.
         for s in &req.initial_splits {
             almanac_engine::validate::row_key(&s.key).status()?;
@@ -78,77 +88,144 @@ impl BigtableTableAdmin for TableAdminService {
         let engine = self.engine.clone();
         let id = req.table_id.clone();
         let info = blocking(move || engine.create_table(&instance, &id, spec).status()).await?;
-        Ok(Response::new(table_proto(&info, pb::table::View::SchemaView as i32)))
+        Ok(Response::new(table_proto(
+            &info,
+            pb::table::View::SchemaView as i32,
+        )))
     }
 
-    async fn list_tables(&self, request: Request<pb::ListTablesRequest>) -> Result<Response<pb::ListTablesResponse>, Status> {
+    async fn list_tables(
+        &self,
+        request: Request<pb::ListTablesRequest>,
+    ) -> Result<Response<pb::ListTablesResponse>, Status> {
         let req = request.into_inner();
         let instance = names::instance(&req.parent)?;
         if req.page_size < 0 {
-            return Err(invalid(format!("page_size must not be negative, got {}", req.page_size)));
+            return Err(invalid(format!(
+                "page_size must not be negative, got {}",
+                req.page_size
+            )));
         }
-        let page = if req.page_size == 0 { DEFAULT_PAGE_SIZE } else { req.page_size as usize };
+        let page = if req.page_size == 0 {
+            DEFAULT_PAGE_SIZE
+        } else {
+            req.page_size as usize
+        };
         let engine = self.engine.clone();
         let tables = blocking(move || engine.list_tables(&instance).status()).await?;
         let start = if req.page_token.is_empty() {
             0
         } else {
-            tables.iter().position(|t| t.name > req.page_token).unwrap_or(tables.len())
+            tables
+                .iter()
+                .position(|t| t.name > req.page_token)
+                .unwrap_or(tables.len())
         };
-        let view = if req.view == 0 { pb::table::View::NameOnly as i32 } else { req.view };
+        let view = if req.view == 0 {
+            pb::table::View::NameOnly as i32
+        } else {
+            req.view
+        };
         let slice = &tables[start..(start + page).min(tables.len())];
-        let next_page_token = if start + page < tables.len() { slice.last().map(|t| t.name.clone()).unwrap_or_default() } else { String::new() };
-        Ok(Response::new(pb::ListTablesResponse { tables: slice.iter().map(|t| table_proto(t, view)).collect(), next_page_token }))
+        let next_page_token = if start + page < tables.len() {
+            slice.last().map(|t| t.name.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(pb::ListTablesResponse {
+            tables: slice.iter().map(|t| table_proto(t, view)).collect(),
+            next_page_token,
+        }))
     }
 
-    async fn get_table(&self, request: Request<pb::GetTableRequest>) -> Result<Response<pb::Table>, Status> {
+    async fn get_table(
+        &self,
+        request: Request<pb::GetTableRequest>,
+    ) -> Result<Response<pb::Table>, Status> {
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         let engine = self.engine.clone();
         let info = blocking(move || engine.get_table(&name.instance, &name.table).status()).await?;
-        let view = if req.view == 0 { pb::table::View::SchemaView as i32 } else { req.view };
+        let view = if req.view == 0 {
+            pb::table::View::SchemaView as i32
+        } else {
+            req.view
+        };
         Ok(Response::new(table_proto(&info, view)))
     }
 
-    async fn delete_table(&self, request: Request<pb::DeleteTableRequest>) -> Result<Response<()>, Status> {
+    async fn delete_table(
+        &self,
+        request: Request<pb::DeleteTableRequest>,
+    ) -> Result<Response<()>, Status> {
         let name = names::table(&request.get_ref().name)?;
         let engine = self.engine.clone();
         blocking(move || engine.delete_table(&name.instance, &name.table).status()).await?;
         Ok(Response::new(()))
     }
 
-    async fn modify_column_families(&self, request: Request<pb::ModifyColumnFamiliesRequest>) -> Result<Response<pb::Table>, Status> {
+    async fn modify_column_families(
+        &self,
+        request: Request<pb::ModifyColumnFamiliesRequest>,
+    ) -> Result<Response<pb::Table>, Status> {
         use pb::modify_column_families_request::modification::Mod;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         let mut changes = Vec::with_capacity(req.modifications.len());
         for m in &req.modifications {
             let change = match &m.r#mod {
-                Some(Mod::Create(cf)) => FamilyChange::Create(m.id.clone(), convert::family_spec(cf)?),
-                Some(Mod::Update(cf)) => FamilyChange::Update(m.id.clone(), convert::gc_rule(cf.gc_rule.as_ref())?),
+                Some(Mod::Create(cf)) => {
+                    FamilyChange::Create(m.id.clone(), convert::family_spec(cf)?)
+                }
+                Some(Mod::Update(cf)) => {
+                    FamilyChange::Update(m.id.clone(), convert::gc_rule(cf.gc_rule.as_ref())?)
+                }
                 Some(Mod::Drop(true)) => FamilyChange::Drop(m.id.clone()),
                 Some(Mod::Drop(false)) | None => {
-                    return Err(invalid(format!("modification of family {:?} names no change", m.id)));
+                    return Err(invalid(format!(
+                        "modification of family {:?} names no change",
+                        m.id
+                    )));
                 }
             };
             changes.push(change);
         }
         let engine = self.engine.clone();
-        let info = blocking(move || engine.modify_families(&name.instance, &name.table, &changes).status()).await?;
-        Ok(Response::new(table_proto(&info, pb::table::View::SchemaView as i32)))
+        let info = blocking(move || {
+            engine
+                .modify_families(&name.instance, &name.table, &changes)
+                .status()
+        })
+        .await?;
+        Ok(Response::new(table_proto(
+            &info,
+            pb::table::View::SchemaView as i32,
+        )))
     }
 
-    async fn drop_row_range(&self, request: Request<pb::DropRowRangeRequest>) -> Result<Response<()>, Status> {
+    async fn drop_row_range(
+        &self,
+        request: Request<pb::DropRowRangeRequest>,
+    ) -> Result<Response<()>, Status> {
         use pb::drop_row_range_request::Target;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         let which = match req.target {
             Some(Target::RowKeyPrefix(p)) => DropRows::Prefix(p.to_vec()),
             Some(Target::DeleteAllDataFromTable(true)) => DropRows::All,
-            _ => return Err(invalid("DropRowRange needs row_key_prefix or delete_all_data_from_table")),
+            _ => {
+                return Err(invalid(
+                    "DropRowRange needs row_key_prefix or delete_all_data_from_table",
+                ));
+            }
         };
         let engine = self.engine.clone();
-        blocking(move || engine.drop_rows(&name.instance, &name.table, &which).status()).await?;
+        blocking(move || {
+            engine
+                .drop_rows(&name.instance, &name.table, &which)
+                .status()
+        })
+        .await?;
         Ok(Response::new(()))
     }
 
@@ -161,17 +238,27 @@ impl BigtableTableAdmin for TableAdminService {
         blocking(move || engine.get_table(&name.instance, &name.table).status()).await?;
         // One replica: every acknowledged write is already consistent.
         let token = format!("almanac-{}", self.engine.now_us());
-        Ok(Response::new(pb::GenerateConsistencyTokenResponse { consistency_token: token }))
+        Ok(Response::new(pb::GenerateConsistencyTokenResponse {
+            consistency_token: token,
+        }))
     }
 
-    async fn check_consistency(&self, request: Request<pb::CheckConsistencyRequest>) -> Result<Response<pb::CheckConsistencyResponse>, Status> {
+    async fn check_consistency(
+        &self,
+        request: Request<pb::CheckConsistencyRequest>,
+    ) -> Result<Response<pb::CheckConsistencyResponse>, Status> {
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         if !req.consistency_token.starts_with("almanac-") {
-            return Err(invalid(format!("unknown consistency token {:?}", req.consistency_token)));
+            return Err(invalid(format!(
+                "unknown consistency token {:?}",
+                req.consistency_token
+            )));
         }
         let engine = self.engine.clone();
         blocking(move || engine.get_table(&name.instance, &name.table).status()).await?;
-        Ok(Response::new(pb::CheckConsistencyResponse { consistent: true }))
+        Ok(Response::new(pb::CheckConsistencyResponse {
+            consistent: true,
+        }))
     }
 }

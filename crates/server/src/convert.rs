@@ -31,11 +31,21 @@ pub fn mutation(m: &data::Mutation) -> Result<Mutation, Status> {
         M::DeleteFromColumn(d) => {
             let (start_us, end_us) = match &d.time_range {
                 None => (0, None),
-                Some(r) => (r.start_timestamp_micros, (r.end_timestamp_micros != 0).then_some(r.end_timestamp_micros)),
+                Some(r) => (
+                    r.start_timestamp_micros,
+                    (r.end_timestamp_micros != 0).then_some(r.end_timestamp_micros),
+                ),
             };
-            Mutation::DeleteFromColumn { family: d.family_name.clone(), qualifier: d.column_qualifier.to_vec(), start_us, end_us }
+            Mutation::DeleteFromColumn {
+                family: d.family_name.clone(),
+                qualifier: d.column_qualifier.to_vec(),
+                start_us,
+                end_us,
+            }
         }
-        M::DeleteFromFamily(d) => Mutation::DeleteFromFamily { family: d.family_name.clone() },
+        M::DeleteFromFamily(d) => Mutation::DeleteFromFamily {
+            family: d.family_name.clone(),
+        },
         M::DeleteFromRow(_) => Mutation::DeleteFromRow,
         M::AddToCell(a) => Mutation::AddToCell {
             family: a.family_name.clone(),
@@ -71,9 +81,14 @@ fn value_timestamp(v: Option<&data::Value>, field: &str) -> Result<i64, Status> 
     use data::value::Kind;
     match v.and_then(|v| v.kind.as_ref()) {
         Some(Kind::RawTimestampMicros(t) | Kind::IntValue(t)) => Ok(*t),
-        Some(Kind::TimestampValue(t)) => Ok(t.seconds.saturating_mul(1_000_000).saturating_add(i64::from(t.nanos / 1000))),
+        Some(Kind::TimestampValue(t)) => Ok(t
+            .seconds
+            .saturating_mul(1_000_000)
+            .saturating_add(i64::from(t.nanos / 1000))),
         None => Ok(0),
-        Some(_) => Err(invalid(format!("{field} must be a timestamp in microseconds"))),
+        Some(_) => Err(invalid(format!(
+            "{field} must be a timestamp in microseconds"
+        ))),
     }
 }
 
@@ -96,14 +111,21 @@ pub fn rmw_rule(r: &data::ReadModifyWriteRule) -> Result<ReadModifyWriteRule, St
         Some(Rule::IncrementAmount(n)) => ReadModifyWriteOp::Increment(*n),
         None => return Err(invalid("ReadModifyWriteRule has no rule set")),
     };
-    Ok(ReadModifyWriteRule { family: r.family_name.clone(), qualifier: r.column_qualifier.to_vec(), op })
+    Ok(ReadModifyWriteRule {
+        family: r.family_name.clone(),
+        qualifier: r.column_qualifier.to_vec(),
+        op,
+    })
 }
 
 /// A row set from the wire (`None` = the whole table).
 pub fn row_set(rs: Option<&data::RowSet>) -> RowSet {
     use data::row_range::{EndKey, StartKey};
     let Some(rs) = rs else { return RowSet::all() };
-    let mut out = RowSet { keys: rs.row_keys.iter().map(|k| k.to_vec()).collect(), ranges: Vec::new() };
+    let mut out = RowSet {
+        keys: rs.row_keys.iter().map(|k| k.to_vec()).collect(),
+        ranges: Vec::new(),
+    };
     for r in &rs.row_ranges {
         let start = match &r.start_key {
             Some(StartKey::StartKeyClosed(k)) if !k.is_empty() => Bound::Included(k.to_vec()),
@@ -138,14 +160,22 @@ pub fn filter(f: &data::RowFilter) -> Result<RowFilter, Status> {
 fn filter_at(f: &data::RowFilter, depth: usize) -> Result<RowFilter, Status> {
     use data::row_filter::Filter as F;
     if depth > MAX_FILTER_DEPTH {
-        return Err(invalid(format!("RowFilter nesting is deeper than the limit of {MAX_FILTER_DEPTH}")));
+        return Err(invalid(format!(
+            "RowFilter nesting is deeper than the limit of {MAX_FILTER_DEPTH}"
+        )));
     }
     let Some(inner) = &f.filter else {
         return Err(invalid("RowFilter has no filter set"));
     };
-    let list = |fs: &[data::RowFilter]| fs.iter().map(|x| filter_at(x, depth + 1)).collect::<Result<Vec<_>, _>>();
+    let list = |fs: &[data::RowFilter]| {
+        fs.iter()
+            .map(|x| filter_at(x, depth + 1))
+            .collect::<Result<Vec<_>, _>>()
+    };
     let boxed = |x: &Option<Box<data::RowFilter>>| -> Result<Option<Box<RowFilter>>, Status> {
-        x.as_deref().map(|x| filter_at(x, depth + 1).map(Box::new)).transpose()
+        x.as_deref()
+            .map(|x| filter_at(x, depth + 1).map(Box::new))
+            .transpose()
     };
     Ok(match inner {
         F::Chain(c) => RowFilter::Chain(list(&c.filters)?),
@@ -162,7 +192,9 @@ fn filter_at(f: &data::RowFilter, depth: usize) -> Result<RowFilter, Status> {
         F::PassAllFilter(true) => RowFilter::PassAll,
         F::BlockAllFilter(true) => RowFilter::BlockAll,
         F::Sink(false) | F::PassAllFilter(false) | F::BlockAllFilter(false) => {
-            return Err(invalid("sink, pass_all_filter and block_all_filter must be true when set"));
+            return Err(invalid(
+                "sink, pass_all_filter and block_all_filter must be true when set",
+            ));
         }
         F::RowKeyRegexFilter(r) => RowFilter::RowKeyRegex(r.to_vec()),
         F::RowSampleFilter(p) => RowFilter::RowSample(*p),
@@ -204,16 +236,24 @@ fn filter_at(f: &data::RowFilter, depth: usize) -> Result<RowFilter, Status> {
                 },
             }
         }
-        F::CellsPerRowOffsetFilter(n) => RowFilter::CellsPerRowOffset(non_negative(*n, "cells_per_row_offset_filter")?),
-        F::CellsPerRowLimitFilter(n) => RowFilter::CellsPerRowLimit(non_negative(*n, "cells_per_row_limit_filter")?),
+        F::CellsPerRowOffsetFilter(n) => {
+            RowFilter::CellsPerRowOffset(non_negative(*n, "cells_per_row_offset_filter")?)
+        }
+        F::CellsPerRowLimitFilter(n) => {
+            RowFilter::CellsPerRowLimit(non_negative(*n, "cells_per_row_limit_filter")?)
+        }
         F::CellsPerColumnLimitFilter(n) => {
             RowFilter::CellsPerColumnLimit(non_negative(*n, "cells_per_column_limit_filter")?)
         }
         F::StripValueTransformer(true) => RowFilter::StripValue,
-        F::StripValueTransformer(false) => return Err(invalid("strip_value_transformer must be true when set")),
+        F::StripValueTransformer(false) => {
+            return Err(invalid("strip_value_transformer must be true when set"));
+        }
         F::ApplyLabelTransformer(l) => RowFilter::ApplyLabel(l.clone()),
         F::ValueBitmaskFilter(_) => {
-            return Err(Status::unimplemented("value_bitmask_filter is not implemented by Almanac yet"));
+            return Err(Status::unimplemented(
+                "value_bitmask_filter is not implemented by Almanac yet",
+            ));
         }
     })
 }
@@ -225,17 +265,35 @@ fn non_negative(n: i32, field: &str) -> Result<u32, Status> {
 /// A GC rule from the admin API.
 pub fn gc_rule(r: Option<&admin::GcRule>) -> Result<GcRule, Status> {
     use admin::gc_rule::Rule;
-    let Some(rule) = r.and_then(|r| r.rule.as_ref()) else { return Ok(GcRule::KeepAll) };
+    let Some(rule) = r.and_then(|r| r.rule.as_ref()) else {
+        return Ok(GcRule::KeepAll);
+    };
     Ok(match rule {
         Rule::MaxNumVersions(n) => GcRule::MaxVersions(
-            u32::try_from(*n).ok().filter(|n| *n > 0).ok_or_else(|| invalid(format!("max_num_versions must be positive, got {n}")))?,
+            u32::try_from(*n)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| invalid(format!("max_num_versions must be positive, got {n}")))?,
         ),
         Rule::MaxAge(d) => {
-            let us = d.seconds.saturating_mul(1_000_000).saturating_add(i64::from(d.nanos) / 1000);
+            let us = d
+                .seconds
+                .saturating_mul(1_000_000)
+                .saturating_add(i64::from(d.nanos) / 1000);
             GcRule::MaxAge { max_age_us: us }
         }
-        Rule::Intersection(i) => GcRule::Intersection(i.rules.iter().map(|r| gc_rule(Some(r))).collect::<Result<_, _>>()?),
-        Rule::Union(u) => GcRule::Union(u.rules.iter().map(|r| gc_rule(Some(r))).collect::<Result<_, _>>()?),
+        Rule::Intersection(i) => GcRule::Intersection(
+            i.rules
+                .iter()
+                .map(|r| gc_rule(Some(r)))
+                .collect::<Result<_, _>>()?,
+        ),
+        Rule::Union(u) => GcRule::Union(
+            u.rules
+                .iter()
+                .map(|r| gc_rule(Some(r)))
+                .collect::<Result<_, _>>()?,
+        ),
     })
 }
 
@@ -249,8 +307,18 @@ pub fn gc_rule_proto(r: &GcRule) -> Option<admin::GcRule> {
             seconds: max_age_us / 1_000_000,
             nanos: ((max_age_us % 1_000_000) * 1000) as i32,
         }),
-        GcRule::Intersection(rs) => Rule::Intersection(Intersection { rules: rs.iter().map(|x| gc_rule_proto(x).unwrap_or_default()).collect() }),
-        GcRule::Union(rs) => Rule::Union(Union { rules: rs.iter().map(|x| gc_rule_proto(x).unwrap_or_default()).collect() }),
+        GcRule::Intersection(rs) => Rule::Intersection(Intersection {
+            rules: rs
+                .iter()
+                .map(|x| gc_rule_proto(x).unwrap_or_default())
+                .collect(),
+        }),
+        GcRule::Union(rs) => Rule::Union(Union {
+            rules: rs
+                .iter()
+                .map(|x| gc_rule_proto(x).unwrap_or_default())
+                .collect(),
+        }),
     };
     Some(admin::GcRule { rule: Some(rule) })
 }
@@ -271,7 +339,9 @@ pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
             };
             Ok(ValueType::Aggregate(kind))
         }
-        Some(_) => Err(invalid("column family value_type must be bytes or an aggregate (Sum, Min, Max, HLL)")),
+        Some(_) => Err(invalid(
+            "column family value_type must be bytes or an aggregate (Sum, Min, Max, HLL)",
+        )),
     }
 }
 
@@ -279,32 +349,48 @@ pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
 pub fn value_type_proto(v: ValueType) -> Option<admin::Type> {
     use admin::r#type::aggregate::{Aggregator, HyperLogLogPlusPlusUniqueCount, Max, Min, Sum};
     use admin::r#type::{Aggregate as Agg, Int64, Kind};
-    let ValueType::Aggregate(kind) = v else { return None };
+    let ValueType::Aggregate(kind) = v else {
+        return None;
+    };
     let aggregator = match kind {
         Aggregate::Sum => Aggregator::Sum(Sum {}),
         Aggregate::Min => Aggregator::Min(Min {}),
         Aggregate::Max => Aggregator::Max(Max {}),
-        Aggregate::HllCountDistinct => Aggregator::HllppUniqueCount(HyperLogLogPlusPlusUniqueCount {}),
+        Aggregate::HllCountDistinct => {
+            Aggregator::HllppUniqueCount(HyperLogLogPlusPlusUniqueCount {})
+        }
     };
-    let int64 = admin::Type { kind: Some(Kind::Int64Type(Int64::default())) };
+    let int64 = admin::Type {
+        kind: Some(Kind::Int64Type(Int64::default())),
+    };
     let input = match kind {
         Aggregate::HllCountDistinct => None,
         _ => Some(Box::new(int64.clone())),
     };
     Some(admin::Type {
-        kind: Some(Kind::AggregateType(Box::new(Agg { input_type: input, state_type: Some(Box::new(int64)), aggregator: Some(aggregator) }))),
+        kind: Some(Kind::AggregateType(Box::new(Agg {
+            input_type: input,
+            state_type: Some(Box::new(int64)),
+            aggregator: Some(aggregator),
+        }))),
     })
 }
 
 /// A family definition from the admin API.
 pub fn family_spec(cf: &admin::ColumnFamily) -> Result<FamilySpec, Status> {
-    Ok(FamilySpec { gc_rule: gc_rule(cf.gc_rule.as_ref())?, value_type: value_type(cf.value_type.as_ref())? })
+    Ok(FamilySpec {
+        gc_rule: gc_rule(cf.gc_rule.as_ref())?,
+        value_type: value_type(cf.value_type.as_ref())?,
+    })
 }
 
 /// Granularity from the admin API.
 pub fn granularity(g: i32) -> Result<Granularity, Status> {
     match admin::table::TimestampGranularity::try_from(g) {
-        Ok(admin::table::TimestampGranularity::Unspecified | admin::table::TimestampGranularity::Millis) => Ok(Granularity::Millis),
+        Ok(
+            admin::table::TimestampGranularity::Unspecified
+            | admin::table::TimestampGranularity::Millis,
+        ) => Ok(Granularity::Millis),
         Ok(admin::table::TimestampGranularity::Micros) => Ok(Granularity::Micros),
         Err(_) => Err(invalid(format!("unknown timestamp granularity {g}"))),
     }

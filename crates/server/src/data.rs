@@ -9,6 +9,7 @@
 use almanac_api::google::bigtable::v2 as pb;
 use almanac_api::google::bigtable::v2::bigtable_server::Bigtable;
 use almanac_engine::read::ReadRequest;
+use almanac_engine::rowset::RowRange;
 use almanac_engine::{Engine, RowMutations};
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -19,7 +20,7 @@ use tonic::{Request, Response, Status};
 use crate::chunks::Framer;
 use crate::convert;
 use crate::names;
-use crate::status::{invalid, to_rpc_status, to_status, IntoStatus};
+use crate::status::{IntoStatus, invalid, to_rpc_status, to_status};
 
 /// Responses buffered per ReadRows stream.
 const READ_CHANNEL_DEPTH: usize = 4;
@@ -38,40 +39,71 @@ impl DataService {
 }
 
 /// Runs a blocking engine call off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("engine task failed: {e}")))?
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(format!("engine task failed: {e}")))?
 }
 
 fn cells_to_family(row: almanac_engine::Row) -> pb::Row {
     let mut families: Vec<pb::Family> = Vec::new();
     for c in row.cells {
         if families.last().is_none_or(|f| f.name != *c.family) {
-            families.push(pb::Family { name: c.family.to_string(), columns: vec![] });
+            families.push(pb::Family {
+                name: c.family.to_string(),
+                columns: vec![],
+            });
         }
-        let Some(f) = families.last_mut() else { continue };
-        if f.columns.last().is_none_or(|col| col.qualifier[..] != c.qualifier[..]) {
-            f.columns.push(pb::Column { qualifier: Bytes::copy_from_slice(&c.qualifier), cells: vec![] });
+        let Some(f) = families.last_mut() else {
+            continue;
+        };
+        if f.columns
+            .last()
+            .is_none_or(|col| col.qualifier[..] != c.qualifier[..])
+        {
+            f.columns.push(pb::Column {
+                qualifier: Bytes::copy_from_slice(&c.qualifier),
+                cells: vec![],
+            });
         }
         if let Some(col) = f.columns.last_mut() {
-            col.cells.push(pb::Cell { timestamp_micros: c.timestamp_us, value: Bytes::from(c.value), labels: c.labels });
+            col.cells.push(pb::Cell {
+                timestamp_micros: c.timestamp_us,
+                value: Bytes::from(c.value),
+                labels: c.labels,
+            });
         }
     }
-    pb::Row { key: Bytes::from(row.key), families }
+    pb::Row {
+        key: Bytes::from(row.key),
+        families,
+    }
 }
 
 #[tonic::async_trait]
 impl Bigtable for DataService {
-    async fn read_rows(&self, request: Request<pb::ReadRowsRequest>) -> Result<Response<BoxStream<pb::ReadRowsResponse>>, Status> {
+    async fn read_rows(
+        &self,
+        request: Request<pb::ReadRowsRequest>,
+    ) -> Result<Response<BoxStream<pb::ReadRowsResponse>>, Status> {
         let req = request.into_inner();
         if !req.materialized_view_name.is_empty() {
-            return Err(Status::unimplemented("ReadRows on materialized views is not supported by Almanac"));
+            return Err(Status::unimplemented(
+                "ReadRows on materialized views is not supported by Almanac",
+            ));
         }
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         if req.rows_limit < 0 {
-            return Err(invalid(format!("rows_limit must not be negative, got {}", req.rows_limit)));
+            return Err(invalid(format!(
+                "rows_limit must not be negative, got {}",
+                req.rows_limit
+            )));
         }
         let filter = req.filter.as_ref().map(convert::filter).transpose()?;
-        let full_stats = req.request_stats_view == pb::read_rows_request::RequestStatsView::RequestStatsFull as i32;
+        let full_stats = req.request_stats_view
+            == pb::read_rows_request::RequestStatsView::RequestStatsFull as i32;
         let read = ReadRequest {
             rows: convert::row_set(req.rows.as_ref()),
             filter,
@@ -80,7 +112,8 @@ impl Bigtable for DataService {
         };
         let engine = self.engine.clone();
         // Open the stream before answering, so a bad request fails the call itself.
-        let mut rows = blocking(move || engine.read_rows(&name.instance, &name.table, read).status()).await?;
+        let mut rows =
+            blocking(move || engine.read_rows(&name.instance, &name.table, read).status()).await?;
         let (tx, rx) = mpsc::channel(READ_CHANNEL_DEPTH);
         tokio::task::spawn_blocking(move || {
             let mut framer = Framer::default();
@@ -104,15 +137,17 @@ impl Bigtable for DataService {
                 let mut last = framer.take();
                 if full_stats {
                     last.request_stats = Some(pb::RequestStats {
-                        stats_view: Some(pb::request_stats::StatsView::FullReadStatsView(pb::FullReadStatsView {
-                            read_iteration_stats: Some(pb::ReadIterationStats {
-                                rows_seen_count: stats.rows_returned as i64,
-                                rows_returned_count: stats.rows_returned as i64,
-                                cells_seen_count: stats.cells_seen as i64,
-                                cells_returned_count: stats.cells_returned as i64,
-                            }),
-                            request_latency_stats: None,
-                        })),
+                        stats_view: Some(pb::request_stats::StatsView::FullReadStatsView(
+                            pb::FullReadStatsView {
+                                read_iteration_stats: Some(pb::ReadIterationStats {
+                                    rows_seen_count: stats.rows_returned as i64,
+                                    rows_returned_count: stats.rows_returned as i64,
+                                    cells_seen_count: stats.cells_seen as i64,
+                                    cells_returned_count: stats.cells_returned as i64,
+                                }),
+                                request_latency_stats: None,
+                            },
+                        )),
                     });
                 }
                 let _ = tx.blocking_send(Ok(last));
@@ -121,43 +156,97 @@ impl Bigtable for DataService {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    async fn sample_row_keys(&self, request: Request<pb::SampleRowKeysRequest>) -> Result<Response<BoxStream<pb::SampleRowKeysResponse>>, Status> {
+    async fn sample_row_keys(
+        &self,
+        request: Request<pb::SampleRowKeysRequest>,
+    ) -> Result<Response<BoxStream<pb::SampleRowKeysResponse>>, Status> {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
+        let range = match &req.row_range {
+            None => RowRange::all(),
+            Some(r) => {
+                let set = convert::row_set(Some(&pb::RowSet {
+                    row_keys: vec![],
+                    row_ranges: vec![r.clone()],
+                }));
+                set.validate().status()?;
+                set.ranges.into_iter().next().unwrap_or_else(RowRange::all)
+            }
+        };
         let engine = self.engine.clone();
-        let samples = blocking(move || engine.sample_row_keys(&name.instance, &name.table).status()).await?;
+        let samples = blocking(move || {
+            engine
+                .sample_row_keys(&name.instance, &name.table, &range)
+                .status()
+        })
+        .await?;
         let items: Vec<Result<pb::SampleRowKeysResponse, Status>> = samples
             .into_iter()
-            .map(|(k, off)| Ok(pb::SampleRowKeysResponse { row_key: Bytes::from(k), offset_bytes: off as i64 }))
+            .map(|(k, off)| {
+                Ok(pb::SampleRowKeysResponse {
+                    row_key: Bytes::from(k),
+                    offset_bytes: off as i64,
+                })
+            })
             .collect();
         Ok(Response::new(Box::pin(tokio_stream::iter(items))))
     }
 
-    async fn mutate_row(&self, request: Request<pb::MutateRowRequest>) -> Result<Response<pb::MutateRowResponse>, Status> {
+    async fn mutate_row(
+        &self,
+        request: Request<pb::MutateRowRequest>,
+    ) -> Result<Response<pb::MutateRowResponse>, Status> {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let muts = convert::mutations(&req.mutations)?;
         let engine = self.engine.clone();
-        blocking(move || engine.mutate_row(&name.instance, &name.table, &req.row_key, &muts).status()).await?;
+        blocking(move || {
+            engine
+                .mutate_row(&name.instance, &name.table, &req.row_key, &muts)
+                .status()
+        })
+        .await?;
         Ok(Response::new(pb::MutateRowResponse {}))
     }
 
-    async fn mutate_rows(&self, request: Request<pb::MutateRowsRequest>) -> Result<Response<BoxStream<pb::MutateRowsResponse>>, Status> {
+    async fn mutate_rows(
+        &self,
+        request: Request<pb::MutateRowsRequest>,
+    ) -> Result<Response<BoxStream<pb::MutateRowsResponse>>, Status> {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         // A malformed entry fails alone, like any other per-entry error.
-        let mut parsed: Vec<Result<RowMutations, almanac_api::google::rpc::Status>> = Vec::with_capacity(req.entries.len());
+        let mut parsed: Vec<Result<RowMutations, almanac_api::google::rpc::Status>> =
+            Vec::with_capacity(req.entries.len());
         for e in &req.entries {
-            parsed.push(convert::mutations(&e.mutations).map(|m| RowMutations { key: e.row_key.to_vec(), mutations: m }).map_err(|s| {
-                almanac_api::google::rpc::Status { code: s.code() as i32, message: s.message().to_owned(), details: vec![] }
-            }));
+            parsed.push(
+                convert::mutations(&e.mutations)
+                    .map(|m| RowMutations {
+                        key: e.row_key.to_vec(),
+                        mutations: m,
+                    })
+                    .map_err(|s| almanac_api::google::rpc::Status {
+                        code: s.code() as i32,
+                        message: s.message().to_owned(),
+                        details: vec![],
+                    }),
+            );
         }
         let engine = self.engine.clone();
         let entries = blocking(move || {
-            let good: Vec<RowMutations> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-            let results = engine.mutate_rows(&name.instance, &name.table, &good).status()?;
+            let good: Vec<RowMutations> = parsed
+                .iter()
+                .filter_map(|p| p.as_ref().ok().cloned())
+                .collect();
+            let results = engine
+                .mutate_rows(&name.instance, &name.table, &good)
+                .status()?;
             let mut results = results.into_iter();
-            let ok = almanac_api::google::rpc::Status { code: 0, message: String::new(), details: vec![] };
+            let ok = almanac_api::google::rpc::Status {
+                code: 0,
+                message: String::new(),
+                details: vec![],
+            };
             Ok(parsed
                 .into_iter()
                 .enumerate()
@@ -167,62 +256,125 @@ impl Bigtable for DataService {
                         Ok(_) => match results.next() {
                             Some(Ok(())) => ok.clone(),
                             Some(Err(e)) => to_rpc_status(&e),
-                            None => almanac_api::google::rpc::Status { code: 13, message: "entry lost".into(), details: vec![] },
+                            None => almanac_api::google::rpc::Status {
+                                code: 13,
+                                message: "entry lost".into(),
+                                details: vec![],
+                            },
                         },
                     };
-                    pb::mutate_rows_response::Entry { index: i as i64, status: Some(status) }
+                    pb::mutate_rows_response::Entry {
+                        index: i as i64,
+                        status: Some(status),
+                    }
                 })
                 .collect::<Vec<_>>())
         })
         .await?;
-        let resp = pb::MutateRowsResponse { entries, rate_limit_info: None };
+        let resp = pb::MutateRowsResponse {
+            entries,
+            rate_limit_info: None,
+        };
         Ok(Response::new(Box::pin(tokio_stream::iter(vec![Ok(resp)]))))
     }
 
-    async fn check_and_mutate_row(&self, request: Request<pb::CheckAndMutateRowRequest>) -> Result<Response<pb::CheckAndMutateRowResponse>, Status> {
+    async fn check_and_mutate_row(
+        &self,
+        request: Request<pb::CheckAndMutateRowRequest>,
+    ) -> Result<Response<pb::CheckAndMutateRowResponse>, Status> {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
-        let predicate = req.predicate_filter.as_ref().map(convert::filter).transpose()?;
+        let predicate = req
+            .predicate_filter
+            .as_ref()
+            .map(convert::filter)
+            .transpose()?;
         let on_match = convert::mutations(&req.true_mutations)?;
         let on_miss = convert::mutations(&req.false_mutations)?;
         let engine = self.engine.clone();
         let matched = blocking(move || {
-            engine.check_and_mutate(&name.instance, &name.table, &req.row_key, predicate.as_ref(), &on_match, &on_miss).status()
+            engine
+                .check_and_mutate(
+                    &name.instance,
+                    &name.table,
+                    &req.row_key,
+                    predicate.as_ref(),
+                    &on_match,
+                    &on_miss,
+                )
+                .status()
         })
         .await?;
-        Ok(Response::new(pb::CheckAndMutateRowResponse { predicate_matched: matched }))
+        Ok(Response::new(pb::CheckAndMutateRowResponse {
+            predicate_matched: matched,
+        }))
     }
 
-    async fn ping_and_warm(&self, request: Request<pb::PingAndWarmRequest>) -> Result<Response<pb::PingAndWarmResponse>, Status> {
+    async fn ping_and_warm(
+        &self,
+        request: Request<pb::PingAndWarmRequest>,
+    ) -> Result<Response<pb::PingAndWarmResponse>, Status> {
         names::instance(&request.get_ref().name)?;
         Ok(Response::new(pb::PingAndWarmResponse {}))
     }
 
-    async fn read_modify_write_row(&self, request: Request<pb::ReadModifyWriteRowRequest>) -> Result<Response<pb::ReadModifyWriteRowResponse>, Status> {
+    async fn read_modify_write_row(
+        &self,
+        request: Request<pb::ReadModifyWriteRowRequest>,
+    ) -> Result<Response<pb::ReadModifyWriteRowResponse>, Status> {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
-        let rules = req.rules.iter().map(convert::rmw_rule).collect::<Result<Vec<_>, _>>()?;
+        let rules = req
+            .rules
+            .iter()
+            .map(convert::rmw_rule)
+            .collect::<Result<Vec<_>, _>>()?;
         let engine = self.engine.clone();
-        let row = blocking(move || engine.read_modify_write(&name.instance, &name.table, &req.row_key, &rules).status()).await?;
-        Ok(Response::new(pb::ReadModifyWriteRowResponse { row: Some(cells_to_family(row)) }))
+        let row = blocking(move || {
+            engine
+                .read_modify_write(&name.instance, &name.table, &req.row_key, &rules)
+                .status()
+        })
+        .await?;
+        Ok(Response::new(pb::ReadModifyWriteRowResponse {
+            row: Some(cells_to_family(row)),
+        }))
     }
 
-    async fn prepare_query(&self, _request: Request<pb::PrepareQueryRequest>) -> Result<Response<pb::PrepareQueryResponse>, Status> {
-        Err(Status::unimplemented("PrepareQuery (SQL) is not implemented by Almanac yet"))
+    async fn prepare_query(
+        &self,
+        _request: Request<pb::PrepareQueryRequest>,
+    ) -> Result<Response<pb::PrepareQueryResponse>, Status> {
+        Err(Status::unimplemented(
+            "PrepareQuery (SQL) is not implemented by Almanac yet",
+        ))
     }
 
-    async fn execute_query(&self, _request: Request<pb::ExecuteQueryRequest>) -> Result<Response<BoxStream<pb::ExecuteQueryResponse>>, Status> {
-        Err(Status::unimplemented("ExecuteQuery (SQL) is not implemented by Almanac yet"))
+    async fn execute_query(
+        &self,
+        _request: Request<pb::ExecuteQueryRequest>,
+    ) -> Result<Response<BoxStream<pb::ExecuteQueryResponse>>, Status> {
+        Err(Status::unimplemented(
+            "ExecuteQuery (SQL) is not implemented by Almanac yet",
+        ))
     }
 
     async fn generate_initial_change_stream_partitions(
         &self,
         _request: Request<pb::GenerateInitialChangeStreamPartitionsRequest>,
-    ) -> Result<Response<BoxStream<pb::GenerateInitialChangeStreamPartitionsResponse>>, Status> {
-        Err(Status::unimplemented("GenerateInitialChangeStreamPartitions (change streams) is not supported by Almanac"))
+    ) -> Result<Response<BoxStream<pb::GenerateInitialChangeStreamPartitionsResponse>>, Status>
+    {
+        Err(Status::unimplemented(
+            "GenerateInitialChangeStreamPartitions (change streams) is not supported by Almanac",
+        ))
     }
 
-    async fn read_change_stream(&self, _request: Request<pb::ReadChangeStreamRequest>) -> Result<Response<BoxStream<pb::ReadChangeStreamResponse>>, Status> {
-        Err(Status::unimplemented("ReadChangeStream (change streams) is not supported by Almanac"))
+    async fn read_change_stream(
+        &self,
+        _request: Request<pb::ReadChangeStreamRequest>,
+    ) -> Result<Response<BoxStream<pb::ReadChangeStreamResponse>>, Status> {
+        Err(Status::unimplemented(
+            "ReadChangeStream (change streams) is not supported by Almanac",
+        ))
     }
 }

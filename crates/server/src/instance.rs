@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 
 use crate::data::blocking;
 use crate::names;
-use crate::status::{invalid, IntoStatus};
+use crate::status::{IntoStatus, invalid};
 
 /// The cluster id every instance reports.
 const CLUSTER_ID: &str = "almanac";
@@ -32,7 +32,9 @@ impl InstanceAdminService {
 fn project(parent: &str) -> Result<&str, Status> {
     match parent.split('/').collect::<Vec<_>>().as_slice() {
         ["projects", p] if !p.is_empty() => Ok(p),
-        _ => Err(invalid(format!("invalid project name {parent:?}: expected projects/{{project}}"))),
+        _ => Err(invalid(format!(
+            "invalid project name {parent:?}: expected projects/{{project}}"
+        ))),
     }
 }
 
@@ -60,21 +62,38 @@ fn cluster_proto(instance: &str) -> pb::Cluster {
 
 #[tonic::async_trait]
 impl BigtableInstanceAdmin for InstanceAdminService {
-    async fn get_instance(&self, request: Request<pb::GetInstanceRequest>) -> Result<Response<pb::Instance>, Status> {
+    async fn get_instance(
+        &self,
+        request: Request<pb::GetInstanceRequest>,
+    ) -> Result<Response<pb::Instance>, Status> {
         let name = names::instance(&request.get_ref().name)?;
         Ok(Response::new(instance_proto(&name)))
     }
 
-    async fn list_instances(&self, request: Request<pb::ListInstancesRequest>) -> Result<Response<pb::ListInstancesResponse>, Status> {
+    async fn list_instances(
+        &self,
+        request: Request<pb::ListInstancesRequest>,
+    ) -> Result<Response<pb::ListInstancesResponse>, Status> {
         let p = project(&request.get_ref().parent)?.to_owned();
         let engine = self.engine.clone();
         let all = blocking(move || engine.list_instances().status()).await?;
         let prefix = format!("projects/{p}/instances/");
-        let instances = all.iter().filter(|i| i.starts_with(&prefix)).map(|i| instance_proto(i)).collect();
-        Ok(Response::new(pb::ListInstancesResponse { instances, failed_locations: vec![], next_page_token: String::new() }))
+        let instances = all
+            .iter()
+            .filter(|i| i.starts_with(&prefix))
+            .map(|i| instance_proto(i))
+            .collect();
+        Ok(Response::new(pb::ListInstancesResponse {
+            instances,
+            failed_locations: vec![],
+            next_page_token: String::new(),
+        }))
     }
 
-    async fn get_cluster(&self, request: Request<pb::GetClusterRequest>) -> Result<Response<pb::Cluster>, Status> {
+    async fn get_cluster(
+        &self,
+        request: Request<pb::GetClusterRequest>,
+    ) -> Result<Response<pb::Cluster>, Status> {
         let name = &request.get_ref().name;
         let Some((instance, cluster)) = name.split_once("/clusters/") else {
             return Err(invalid(format!("invalid cluster name {name:?}")));
@@ -86,25 +105,48 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         Ok(Response::new(cluster_proto(instance)))
     }
 
-    async fn list_clusters(&self, request: Request<pb::ListClustersRequest>) -> Result<Response<pb::ListClustersResponse>, Status> {
+    async fn list_clusters(
+        &self,
+        request: Request<pb::ListClustersRequest>,
+    ) -> Result<Response<pb::ListClustersResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
-        Ok(Response::new(pb::ListClustersResponse { clusters: vec![cluster_proto(&instance)], failed_locations: vec![], next_page_token: String::new() }))
+        Ok(Response::new(pb::ListClustersResponse {
+            clusters: vec![cluster_proto(&instance)],
+            failed_locations: vec![],
+            next_page_token: String::new(),
+        }))
     }
 
-    async fn get_app_profile(&self, request: Request<pb::GetAppProfileRequest>) -> Result<Response<pb::AppProfile>, Status> {
+    async fn get_app_profile(
+        &self,
+        request: Request<pb::GetAppProfileRequest>,
+    ) -> Result<Response<pb::AppProfile>, Status> {
         let name = request.get_ref().name.clone();
         match name.split_once("/appProfiles/") {
             Some((instance, "default")) => {
                 names::instance(instance)?;
-                Ok(Response::new(pb::AppProfile { name, ..pb::AppProfile::default() }))
+                Ok(Response::new(pb::AppProfile {
+                    name,
+                    ..pb::AppProfile::default()
+                }))
             }
             _ => Err(Status::not_found(format!("app profile not found: {name}"))),
         }
     }
 
-    async fn list_app_profiles(&self, request: Request<pb::ListAppProfilesRequest>) -> Result<Response<pb::ListAppProfilesResponse>, Status> {
+    async fn list_app_profiles(
+        &self,
+        request: Request<pb::ListAppProfilesRequest>,
+    ) -> Result<Response<pb::ListAppProfilesResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
-        let profile = pb::AppProfile { name: format!("{instance}/appProfiles/default"), ..pb::AppProfile::default() };
-        Ok(Response::new(pb::ListAppProfilesResponse { app_profiles: vec![profile], next_page_token: String::new(), failed_locations: vec![] }))
+        let profile = pb::AppProfile {
+            name: format!("{instance}/appProfiles/default"),
+            ..pb::AppProfile::default()
+        };
+        Ok(Response::new(pb::ListAppProfilesResponse {
+            app_profiles: vec![profile],
+            next_page_token: String::new(),
+            failed_locations: vec![],
+        }))
     }
 }

@@ -68,19 +68,26 @@ impl Bound {
 
 /// Binds `addr` without serving yet, so callers can report the real port.
 pub async fn bind(addr: SocketAddr) -> Result<Bound, ServeError> {
-    let listener = TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
     Ok(Bound { listener })
 }
 
 /// Serves the Bigtable APIs over `engine` until `shutdown` completes; in-flight
 /// requests finish before this returns.
-pub async fn serve(engine: Engine, bound: Bound, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+pub async fn serve(
+    engine: Engine,
+    bound: Bound,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let data = BigtableServer::new(data::DataService::new(engine.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let table_admin = BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
+    let instance_admin =
+        BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
     tonic::transport::Server::builder()
         .add_service(NameUnimplemented::new(data))
         .add_service(NameUnimplemented::new(table_admin))

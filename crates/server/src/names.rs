@@ -35,8 +35,13 @@ pub fn instance(name: &str) -> Result<String, Status> {
 pub fn table(name: &str) -> Result<TableName, Status> {
     let parts: Vec<&str> = name.split('/').collect();
     match parts.as_slice() {
-        ["projects", p, "instances", i, "tables", t] if !p.is_empty() && !i.is_empty() && !t.is_empty() => {
-            Ok(TableName { instance: format!("projects/{p}/instances/{i}"), table: (*t).to_owned() })
+        ["projects", p, "instances", i, "tables", t]
+            if !p.is_empty() && !i.is_empty() && !t.is_empty() =>
+        {
+            Ok(TableName {
+                instance: format!("projects/{p}/instances/{i}"),
+                table: (*t).to_owned(),
+            })
         }
         _ => Err(Status::invalid_argument(format!(
             "invalid table name {name:?}: expected projects/{{project}}/instances/{{instance}}/tables/{{table}}"
@@ -48,7 +53,9 @@ pub fn table(name: &str) -> Result<TableName, Status> {
 /// supported, and say so.
 pub fn data_table(table_name: &str, authorized_view: &str) -> Result<TableName, Status> {
     if !authorized_view.is_empty() && table_name.is_empty() {
-        return Err(Status::unimplemented("authorized views are not supported by Almanac yet"));
+        return Err(Status::unimplemented(
+            "authorized views are not supported by Almanac yet",
+        ));
     }
     table(table_name)
 }
@@ -60,7 +67,10 @@ mod tests {
     #[test]
     fn parses_and_rejects() {
         let t = table("projects/p/instances/i/tables/t1").ok();
-        assert_eq!(t.map(|t| (t.instance, t.table)), Some(("projects/p/instances/i".into(), "t1".into())));
+        assert_eq!(
+            t.map(|t| (t.instance, t.table)),
+            Some(("projects/p/instances/i".into(), "t1".into()))
+        );
         assert!(table("projects/p/instances/i/tables/").is_err());
         assert!(table("projects/p/tables/t").is_err());
         assert!(instance("projects/p/instances/i").is_ok());

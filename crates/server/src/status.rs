@@ -20,7 +20,11 @@ pub fn to_status(e: &Error) -> Status {
 /// The engine error as a `google.rpc.Status` (for MutateRows per-entry results).
 pub fn to_rpc_status(e: &Error) -> almanac_api::google::rpc::Status {
     let s = to_status(e);
-    almanac_api::google::rpc::Status { code: s.code() as i32, message: s.message().to_owned(), details: vec![] }
+    almanac_api::google::rpc::Status {
+        code: s.code() as i32,
+        message: s.message().to_owned(),
+        details: vec![],
+    }
 }
 
 /// An `INVALID_ARGUMENT` status for a malformed request field.

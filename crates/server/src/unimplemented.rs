@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 
 use tonic::body::Body;
-use tonic::codegen::{http, BoxFuture, Context, Poll, Service};
+use tonic::codegen::{BoxFuture, Context, Poll, Service, http};
 use tonic::server::NamedService;
 
 /// Wraps a generated gRPC server.
@@ -52,9 +52,11 @@ where
             let mut resp = fut.await?;
             let h = resp.headers();
             let generic = h.get("grpc-status").is_some_and(|v| v == UNIMPLEMENTED)
-                && h.get("grpc-message").and_then(|v| v.to_str().ok()).is_some_and(|m| {
-                    m == GENERIC_MESSAGE || m == GENERIC_MESSAGE.replace(' ', "%20")
-                });
+                && h.get("grpc-message")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|m| {
+                        m == GENERIC_MESSAGE || m == GENERIC_MESSAGE.replace(' ', "%20")
+                    });
             if generic {
                 let msg = format!("{path} is not implemented by Almanac");
                 if let Ok(v) = http::HeaderValue::from_str(&msg) {

@@ -80,6 +80,30 @@ pub enum RowFilter {
     ApplyLabel(String),
 }
 
+impl RowFilter {
+    /// Calls `f` on this filter and every filter nested in it, parents first.
+    pub fn visit(&self, f: &mut impl FnMut(&RowFilter)) {
+        f(self);
+        match self {
+            RowFilter::Chain(children) | RowFilter::Interleave(children) => {
+                children.iter().for_each(|c| c.visit(f));
+            }
+            RowFilter::Condition {
+                predicate,
+                true_filter,
+                false_filter,
+            } => {
+                predicate.visit(f);
+                true_filter
+                    .iter()
+                    .chain(false_filter)
+                    .for_each(|c| c.visit(f));
+            }
+            _ => {}
+        }
+    }
+}
+
 mod compile;
 mod eval;
 mod pattern;
