@@ -1,0 +1,240 @@
+//! Every limit of design.md §1: one case at the limit (accepted) and one just past it
+//! (a clear `Invalid` error naming the limit, and nothing written).
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use almanac_engine::filter::{CompiledFilter, RowFilter};
+use almanac_engine::limits::*;
+use almanac_engine::mutation::Mutation;
+use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableSpec};
+use almanac_engine::{Durability, Engine, Error, Options, ReadRequest};
+
+const I: &str = "projects/p/instances/l";
+
+fn engine(name: &str) -> Engine {
+    let dir = std::env::temp_dir().join(format!("almanac-limits-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = Engine::open(
+        &dir,
+        Options {
+            durability: Durability::None,
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let spec = TableSpec {
+        families: vec![("cf".into(), FamilySpec::default())],
+        granularity: Granularity::Millis,
+    };
+    e.create_table(I, "t", spec).unwrap();
+    e
+}
+
+fn set(q: Vec<u8>, ts: i64, v: Vec<u8>) -> Mutation {
+    Mutation::SetCell {
+        family: "cf".into(),
+        qualifier: q,
+        timestamp_us: ts,
+        value: v,
+    }
+}
+
+fn rows(e: &Engine) -> usize {
+    e.read_rows(I, "t", ReadRequest::default()).unwrap().count()
+}
+
+fn assert_invalid(r: Result<impl std::fmt::Debug, Error>, mentions: &str) {
+    match r {
+        Err(Error::Invalid(m)) => assert!(
+            m.contains(mentions),
+            "message {m:?} should mention {mentions:?}"
+        ),
+        other => panic!("expected Invalid mentioning {mentions:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn row_key_size() {
+    let e = engine("rowkey");
+    e.mutate_row(
+        I,
+        "t",
+        &vec![b'k'; MAX_ROW_KEY_BYTES],
+        &[set(b"q".to_vec(), 0, b"v".to_vec())],
+    )
+    .unwrap();
+    assert_invalid(
+        e.mutate_row(
+            I,
+            "t",
+            &vec![b'k'; MAX_ROW_KEY_BYTES + 1],
+            &[set(b"q".to_vec(), 0, b"v".to_vec())],
+        ),
+        "4096",
+    );
+    assert_invalid(
+        e.mutate_row(I, "t", b"", &[set(b"q".to_vec(), 0, b"v".to_vec())]),
+        "empty",
+    );
+    assert_eq!(rows(&e), 1);
+}
+
+#[test]
+fn qualifier_size_and_no_partial_write() {
+    let e = engine("qual");
+    e.mutate_row(
+        I,
+        "t",
+        b"r",
+        &[set(vec![b'q'; MAX_QUALIFIER_BYTES], 0, b"v".to_vec())],
+    )
+    .unwrap();
+    // A good mutation before the bad one must not be written either.
+    let muts = [
+        set(b"ok".to_vec(), 0, b"v".to_vec()),
+        set(vec![b'q'; MAX_QUALIFIER_BYTES + 1], 0, b"v".to_vec()),
+    ];
+    assert_invalid(e.mutate_row(I, "t", b"r2", &muts), "16384");
+    assert_eq!(rows(&e), 1);
+}
+
+#[test]
+fn value_size() {
+    let e = engine("value");
+    e.mutate_row(
+        I,
+        "t",
+        b"r",
+        &[set(b"q".to_vec(), 0, vec![0; MAX_VALUE_BYTES])],
+    )
+    .unwrap();
+    assert_invalid(
+        e.mutate_row(
+            I,
+            "t",
+            b"r2",
+            &[set(b"q".to_vec(), 0, vec![0; MAX_VALUE_BYTES + 1])],
+        ),
+        "104857600",
+    );
+    assert_eq!(rows(&e), 1);
+    let r = e.read_row(I, "t", b"r", None).unwrap().unwrap();
+    assert_eq!(r.cells[0].value.len(), MAX_VALUE_BYTES);
+}
+
+#[test]
+fn mutations_per_request() {
+    let e = engine("muts");
+    let at_limit: Vec<Mutation> = (0..MAX_MUTATIONS_PER_REQUEST)
+        .map(|i| set(b"q".to_vec(), (i as i64) * 1000, vec![]))
+        .collect();
+    e.mutate_row(I, "t", b"r", &at_limit).unwrap();
+    let mut past = at_limit;
+    past.push(set(b"q".to_vec(), 0, vec![]));
+    assert_invalid(e.mutate_row(I, "t", b"r2", &past), "100000");
+    assert_eq!(rows(&e), 1);
+}
+
+#[test]
+fn timestamps_follow_granularity() {
+    let e = engine("ts");
+    e.mutate_row(I, "t", b"r", &[set(b"q".to_vec(), 5_000, vec![])])
+        .unwrap();
+    assert_invalid(
+        e.mutate_row(I, "t", b"r2", &[set(b"q".to_vec(), 5_001, vec![])]),
+        "multiple of 1000",
+    );
+    assert_invalid(
+        e.mutate_row(I, "t", b"r2", &[set(b"q".to_vec(), -2, vec![])]),
+        "non-negative",
+    );
+    let filter = RowFilter::TimestampRange {
+        start_us: 1500,
+        end_us: None,
+    };
+    assert_invalid(
+        e.read_rows(
+            I,
+            "t",
+            ReadRequest {
+                filter: Some(filter),
+                ..ReadRequest::default()
+            },
+        )
+        .map(|_| ()),
+        "multiple of 1000",
+    );
+    assert_eq!(rows(&e), 1);
+}
+
+#[test]
+fn tables_per_instance_and_table_id() {
+    let e = engine("tables");
+    // "t" exists already: fill the instance to the limit.
+    for i in 1..MAX_TABLES_PER_INSTANCE {
+        e.create_table(I, &format!("t{i}"), TableSpec::default())
+            .unwrap();
+    }
+    match e.create_table(I, "one-too-many", TableSpec::default()) {
+        Err(Error::Exhausted(m)) => assert!(m.contains("1000"), "{m}"),
+        other => panic!("expected Exhausted, got {other:?}"),
+    }
+    e.create_table(
+        "projects/p/instances/other",
+        &"a".repeat(MAX_TABLE_ID_CHARS),
+        TableSpec::default(),
+    )
+    .unwrap();
+    assert_invalid(
+        e.create_table(
+            "projects/p/instances/other",
+            &"a".repeat(MAX_TABLE_ID_CHARS + 1),
+            TableSpec::default(),
+        ),
+        "50",
+    );
+}
+
+#[test]
+fn gc_rule_size() {
+    let e = engine("gc");
+    let ok = GcRule::Union((0..100).map(|_| GcRule::MaxVersions(1)).collect());
+    assert!(ok.encoded_len() <= MAX_GC_RULE_BYTES);
+    let big = GcRule::Union((0..200).map(|_| GcRule::MaxVersions(1)).collect());
+    let spec = |r: GcRule| TableSpec {
+        families: vec![(
+            "f".into(),
+            FamilySpec {
+                gc_rule: r,
+                ..FamilySpec::default()
+            },
+        )],
+        ..TableSpec::default()
+    };
+    e.create_table(I, "gc-ok", spec(ok)).unwrap();
+    assert_invalid(e.create_table(I, "gc-big", spec(big)), "500");
+    assert!(matches!(
+        e.get_table(I, "gc-big"),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn filter_nesting_and_labels() {
+    fn nest(depth: usize) -> RowFilter {
+        (1..depth).fold(RowFilter::PassAll, |f, _| {
+            RowFilter::Chain(vec![f, RowFilter::PassAll])
+        })
+    }
+    assert!(CompiledFilter::compile(&nest(MAX_FILTER_DEPTH)).is_ok());
+    assert_invalid(
+        CompiledFilter::compile(&nest(MAX_FILTER_DEPTH + 1)).map(|_| ()),
+        "20",
+    );
+    assert!(CompiledFilter::compile(&RowFilter::ApplyLabel("a".repeat(MAX_LABEL_CHARS))).is_ok());
+    assert_invalid(
+        CompiledFilter::compile(&RowFilter::ApplyLabel("a".repeat(MAX_LABEL_CHARS + 1)))
+            .map(|_| ()),
+        "15",
+    );
+}
