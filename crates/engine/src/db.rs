@@ -458,9 +458,23 @@ impl Engine {
         self.inner.commit.wait_durable(&self.inner.db)
     }
 
+    /// Bytes of the write-ahead journal on disk (part of [`Engine::disk_space`]).
+    pub fn journal_space(&self) -> Result<u64> {
+        Ok(self.inner.db.journal_disk_space()?)
+    }
+
     /// Bytes the data directory takes on disk (journal and tables).
     pub fn disk_space(&self) -> Result<u64> {
         Ok(self.inner.db.disk_space()?)
+    }
+
+    /// Writes memtables out to table files and waits: after this, `disk_space`
+    /// measures data in its settled, compressed form (benchmarks use it).
+    pub fn flush(&self) -> Result<()> {
+        self.inner.db.persist(fjall::PersistMode::SyncAll)?;
+        self.inner.cells.rotate_memtable_and_wait()?;
+        self.inner.meta.rotate_memtable_and_wait()?;
+        Ok(())
     }
 
     /// Flushes everything to disk and stops the background sweep.
