@@ -9,7 +9,6 @@ Admin API and deleted afterwards. Nothing here talks to anything but 127.0.0.1.
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 
@@ -49,20 +48,10 @@ def server(almanac_bin, tmp_path_factory):
         log_dir=tmp_path_factory.mktemp("almanac-logs"),
     )
     srv.start()
-    old = os.environ.get("BIGTABLE_EMULATOR_HOST")
-    os.environ["BIGTABLE_EMULATOR_HOST"] = srv.host
-    try:
+    with emulator_env(srv.host):  # the clients read it when they are constructed
         yield srv
-    finally:
-        if old is None:
-            os.environ.pop("BIGTABLE_EMULATOR_HOST", None)
-        else:
-            os.environ["BIGTABLE_EMULATOR_HOST"] = old
-        if srv.running:
-            code = srv.stop()
-            assert code == 0, (
-                f"almanac exited with {code} after SIGTERM\n--- stderr ---\n{srv.log_text()}"
-            )
+    code = srv.stop()
+    assert code == 0, f"almanac exited with {code} after SIGTERM\n--- output ---\n{srv.log_text()}"
 
 
 @pytest.fixture(autouse=True)

@@ -270,6 +270,10 @@ def test_instance_admin_lists(make_table, admin_client, instance):
     assert len(clusters) >= 1
     for c in clusters:
         assert c.name.startswith(f"projects/{PROJECT}/instances/{INSTANCE}/clusters/")
+    # Client.list_clusters() asks for instance "-": every instance of the project.
+    everywhere, failed = admin_client.list_clusters()
+    assert list(failed) == []
+    assert {c.name for c in clusters} <= {c.name for c in everywhere}
 
     profiles = instance.list_app_profiles()
     for p in profiles:

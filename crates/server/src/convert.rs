@@ -250,11 +250,7 @@ fn filter_at(f: &data::RowFilter, depth: usize) -> Result<RowFilter, Status> {
             return Err(invalid("strip_value_transformer must be true when set"));
         }
         F::ApplyLabelTransformer(l) => RowFilter::ApplyLabel(l.clone()),
-        F::ValueBitmaskFilter(_) => {
-            return Err(Status::unimplemented(
-                "value_bitmask_filter is not implemented by Almanac yet",
-            ));
-        }
+        F::ValueBitmaskFilter(b) => RowFilter::ValueBitmask(b.mask.to_vec()),
     })
 }
 
@@ -363,10 +359,8 @@ pub fn value_type_proto(v: ValueType) -> Option<admin::Type> {
     let int64 = admin::Type {
         kind: Some(Kind::Int64Type(Int64::default())),
     };
-    let input = match kind {
-        Aggregate::HllCountDistinct => None,
-        _ => Some(Box::new(int64.clone())),
-    };
+    // Almanac's aggregates all take int64 inputs (HLL also hashes raw bytes).
+    let input = Some(Box::new(int64.clone()));
     Some(admin::Type {
         kind: Some(Kind::AggregateType(Box::new(Agg {
             input_type: input,

@@ -110,8 +110,21 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         request: Request<pb::ListClustersRequest>,
     ) -> Result<Response<pb::ListClustersResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
+        // Instance "-" means every instance of the project (as on the service).
+        let clusters = match instance.strip_suffix("/instances/-") {
+            Some(project) => {
+                let prefix = format!("{project}/instances/");
+                let engine = self.engine.clone();
+                let all = blocking(move || engine.list_instances().status()).await?;
+                all.iter()
+                    .filter(|i| i.starts_with(&prefix))
+                    .map(|i| cluster_proto(i))
+                    .collect()
+            }
+            None => vec![cluster_proto(&instance)],
+        };
         Ok(Response::new(pb::ListClustersResponse {
-            clusters: vec![cluster_proto(&instance)],
+            clusters,
             failed_locations: vec![],
             next_page_token: String::new(),
         }))

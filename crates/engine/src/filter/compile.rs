@@ -68,6 +68,7 @@ pub(super) enum Node {
     CellsPerRowOffset(usize),
     CellsPerRowLimit(usize),
     CellsPerColumnLimit(usize),
+    ValueBitmask(Vec<u8>),
     StripValue,
     ApplyLabel(String),
 }
@@ -191,6 +192,12 @@ fn compile_node(filter: &RowFilter, depth: usize, in_condition: bool) -> Result<
         RowFilter::CellsPerRowOffset(n) => leaf(Node::CellsPerRowOffset(*n as usize)),
         RowFilter::CellsPerRowLimit(n) => leaf(Node::CellsPerRowLimit(*n as usize)),
         RowFilter::CellsPerColumnLimit(n) => leaf(Node::CellsPerColumnLimit(*n as usize)),
+        RowFilter::ValueBitmask(mask) => {
+            if mask.is_empty() {
+                return Err(Error::Invalid("value_bitmask_filter: mask must not be empty".into()));
+            }
+            leaf(Node::ValueBitmask(mask.clone()))
+        }
         RowFilter::StripValue => leaf(Node::StripValue),
         RowFilter::ApplyLabel(label) => {
             check_label(label)?;

@@ -120,6 +120,9 @@ fn eval(
         }),
         Node::ValueRegex(re) => retain(input, |c| re.is_match(&c.value)),
         Node::ValueRange(range) => retain(input, |c| range.contains(&c.value)),
+        Node::ValueBitmask(mask) => retain(input, |c| {
+            c.value.len() == mask.len() && c.value.iter().zip(mask).all(|(v, m)| v & m == *m)
+        }),
         Node::CellsPerRowOffset(n) => input.into_iter().skip(*n).collect(),
         Node::CellsPerRowLimit(n) => {
             input.truncate(*n);

@@ -74,6 +74,9 @@ pub enum RowFilter {
     CellsPerRowLimit(u32),
     /// Keep only the N newest cells of each column.
     CellsPerColumnLimit(u32),
+    /// Keep cells whose value, ANDed with the mask, equals the mask; the mask length
+    /// must equal the value length (`value_bitmask_filter`).
+    ValueBitmask(Vec<u8>),
     /// Replace every value with the empty string.
     StripValue,
     /// Add a label to every cell.

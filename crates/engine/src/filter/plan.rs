@@ -164,7 +164,7 @@ fn step(f: &Node, rest: ReadPlan, families: &[&str]) -> ReadPlan {
             ts_end_us: min_end(rest.ts_end_us, *end_us),
             ..rest
         },
-        Node::ValueRegex(_) | Node::ValueRange(_) => ReadPlan {
+        Node::ValueRegex(_) | Node::ValueRange(_) | Node::ValueBitmask(_) => ReadPlan {
             cells_per_column: None,
             ..rest
         },

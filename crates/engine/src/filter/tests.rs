@@ -391,3 +391,29 @@ fn compiled_filter_is_send_and_sync() {
         &CompiledFilter::compile(&f("(chain (key \"r.*\") (qual \"x\") (value \"v\"))")).unwrap(),
     );
 }
+
+#[test]
+fn value_bitmask_requires_equal_length_and_all_mask_bits() {
+    let f = CompiledFilter::compile(&RowFilter::ValueBitmask(vec![0b1010, 0x00])).unwrap();
+    let rng = crate::clock::Rng::new(1);
+    let mk = |v: &[u8]| Cell {
+        family: "f".into(),
+        qualifier: b"q".as_slice().into(),
+        timestamp_us: 0,
+        value: v.to_vec(),
+        labels: vec![],
+    };
+    let out = f.apply(
+        b"r",
+        vec![
+            mk(&[0b1110, 0xFF]),
+            mk(&[0b0110, 0x00]),
+            mk(&[0b1010]),
+            mk(&[0b1011, 0, 0]),
+        ],
+        &rng,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].value, vec![0b1110, 0xFF]);
+    assert!(CompiledFilter::compile(&RowFilter::ValueBitmask(vec![])).is_err());
+}
