@@ -16,6 +16,7 @@
 //!    cell order and judge it the same way.
 
 use std::cell::RefCell;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use fjall::Readable;
@@ -65,6 +66,9 @@ pub struct ReadStats {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Verdict {
     Keep,
+    /// Drop this cell and seek straight to the key: what lies before it is out of
+    /// the plan (another family, or qualifiers before the next selected range).
+    Jump(Vec<u8>),
     /// Drop this cell; `Some(key)` says everything before `key` can be dropped too.
     Skip(Option<Vec<u8>>),
 }
@@ -110,10 +114,10 @@ impl<'a> Selector<'a> {
             ))
         };
         let Some(family) = self.family else {
-            return Verdict::Skip(next_family()); // dropped family, awaiting purge
+            return next_family().map_or(Verdict::Skip(None), Verdict::Jump); // dropped family, awaiting purge
         };
         let Some(ranges) = self.plan.family_ranges(&family.name) else {
-            return Verdict::Skip(next_family());
+            return next_family().map_or(Verdict::Skip(None), Verdict::Jump);
         };
         let idx = self.version_index;
         self.version_index += 1;
@@ -127,7 +131,20 @@ impl<'a> Selector<'a> {
         if let Some(ranges) = ranges {
             let q = p.qualifier(key);
             if !ranges.iter().any(|r| r.contains(&q)) {
-                return Verdict::Skip(column_end());
+                // Jump to the next range that starts after this qualifier, or past
+                // the family when none does.
+                let next = ranges.iter().find_map(|r| match &r.start {
+                    Bound::Included(s) if s.as_slice() > q.as_slice() => {
+                        Some(keys::column_prefix(row_prefix, p.family_id, s))
+                    }
+                    Bound::Excluded(s) if s.as_slice() >= q.as_slice() => {
+                        Some(keys::column_end(row_prefix, p.family_id, s))
+                    }
+                    _ => None,
+                });
+                return next
+                    .or_else(next_family)
+                    .map_or(Verdict::Skip(None), Verdict::Jump);
             }
         }
         let ts = p.timestamp_us;
@@ -272,6 +289,17 @@ impl RowStream {
                         skipped_in_a_row = 0;
                         self.stats.cells_loaded += 1;
                         kept.extend(selector.borrow().cell(&key, &p, v.to_vec()));
+                    }
+                    (Verdict::Jump(target), _) => {
+                        if target.as_slice() < self.bound.as_slice() {
+                            self.stats.seeks += 1;
+                            self.iter = Some(
+                                self.snapshot
+                                    .range(&self.engine.inner.cells, target..self.bound.clone()),
+                            );
+                        } else {
+                            self.iter = None;
+                        }
                     }
                     (Verdict::Skip(Some(target)), _) => {
                         skipped_in_a_row += 1;
