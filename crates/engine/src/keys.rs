@@ -128,9 +128,9 @@ fn escaped_len(key: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     loop {
         match key.get(i)? {
-            &ESCAPE => match key.get(i + 1)? {
-                &TERMINATOR => return Some(i + 2 - from),
-                &ESCAPED_ZERO => i += 2,
+            &ESCAPE => match *key.get(i + 1)? {
+                TERMINATOR => return Some(i + 2 - from),
+                ESCAPED_ZERO => i += 2,
                 _ => return None,
             },
             _ => i += 1,

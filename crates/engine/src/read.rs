@@ -240,10 +240,7 @@ impl RowStream {
                     kept.extend(selector.borrow().cell(&k, &p, v.to_vec()));
                 }
             }
-            loop {
-                let Some(iter) = self.iter.as_mut() else {
-                    break;
-                };
+            while let Some(iter) = self.iter.as_mut() {
                 let Some(guard) = iter.next() else {
                     self.iter = None;
                     break;
@@ -339,11 +336,11 @@ impl RowStream {
             while let Some(guard) = self.iter.as_mut().and_then(DoubleEndedIterator::next_back) {
                 let (k, v) = guard.into_inner()?;
                 let p = KeyParts::parse(&k)?;
-                if let Some((first, _)) = gathered.first() {
-                    if first[..row_end] != k[..p.row_end] {
-                        self.pending = Some((k, v));
-                        break;
-                    }
+                if let Some((first, _)) = gathered.first()
+                    && first[..row_end] != k[..p.row_end]
+                {
+                    self.pending = Some((k, v));
+                    break;
                 }
                 row_end = p.row_end;
                 gathered.push((k, v));

@@ -132,13 +132,13 @@ impl RowSet {
         ranges.sort_by(|a, b| cmp_start(&a.start, &b.start));
         let mut out: Vec<RowRange> = Vec::with_capacity(ranges.len());
         for r in ranges {
-            if let Some(last) = out.last_mut() {
-                if touches(&last.end, &r.start) {
-                    if cmp_end(&r.end, &last.end) == std::cmp::Ordering::Greater {
-                        last.end = r.end;
-                    }
-                    continue;
+            if let Some(last) = out.last_mut()
+                && touches(&last.end, &r.start)
+            {
+                if cmp_end(&r.end, &last.end) == std::cmp::Ordering::Greater {
+                    last.end = r.end;
                 }
+                continue;
             }
             out.push(r);
         }
