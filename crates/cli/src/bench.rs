@@ -7,8 +7,8 @@
 //! process's user+system time over each phase.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use almanac_engine::clock::Rng;
@@ -44,7 +44,9 @@ pub struct BenchArgs {
 
 fn cpu_secs() -> f64 {
     // utime and stime are fields 14 and 15 of /proc/self/stat, in clock ticks (100/s on Linux).
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
     let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
@@ -57,7 +59,12 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 fn set(value: &[u8]) -> Mutation {
-    Mutation::SetCell { family: "cf".into(), qualifier: b"v".to_vec(), timestamp_us: 0, value: value.to_vec() }
+    Mutation::SetCell {
+        family: "cf".into(),
+        qualifier: b"v".to_vec(),
+        timestamp_us: 0,
+        value: value.to_vec(),
+    }
 }
 
 struct Phase {
@@ -81,7 +88,12 @@ impl Phase {
     }
 }
 
-fn timed(name: &'static str, threads: usize, secs: u64, work: impl Fn(usize, &Rng) -> anyhow::Result<u64> + Sync) -> anyhow::Result<Phase> {
+fn timed(
+    name: &'static str,
+    threads: usize,
+    secs: u64,
+    work: impl Fn(usize, &Rng) -> anyhow::Result<u64> + Sync,
+) -> anyhow::Result<Phase> {
     let ops = AtomicU64::new(0);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let (c0, t0) = (cpu_secs(), Instant::now());
@@ -99,36 +111,76 @@ fn timed(name: &'static str, threads: usize, secs: u64, work: impl Fn(usize, &Rn
                 })
             })
             .collect();
-        handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("bench thread panicked"))?)
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("bench thread panicked"))?
+        })
     })?;
-    Ok(Phase { name, ops: ops.into_inner(), wall: t0.elapsed(), cpu: cpu_secs() - c0 })
+    Ok(Phase {
+        name,
+        ops: ops.into_inner(),
+        wall: t0.elapsed(),
+        cpu: cpu_secs() - c0,
+    })
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.which == "engine", "unknown benchmark {:?}: try `almanac bench engine`", args.which);
-    let dir = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("almanac-bench-{}", std::process::id())));
+    anyhow::ensure!(
+        args.which == "engine",
+        "unknown benchmark {:?}: try `almanac bench engine`",
+        args.which
+    );
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("almanac-bench-{}", std::process::id()))
+    });
     let _ = std::fs::remove_dir_all(&dir);
-    let engine = Engine::open(&dir, Options { durability: Durability::Sync, sweep_interval: None, ..Options::default() })
-        .with_context(|| format!("opening {}", dir.display()))?;
-    let spec = || TableSpec { families: vec![("cf".into(), FamilySpec::default())], ..TableSpec::default() };
+    let engine = Engine::open(
+        &dir,
+        Options {
+            durability: Durability::Sync,
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )
+    .with_context(|| format!("opening {}", dir.display()))?;
+    let spec = || TableSpec {
+        families: vec![("cf".into(), FamilySpec::default())],
+        ..TableSpec::default()
+    };
     engine.create_table(INSTANCE, "load", spec())?;
     engine.create_table(INSTANCE, "writes", spec())?;
     let value = vec![0xA5u8; args.value_bytes];
-    println!("almanac bench engine: {} rows of {} B values, {} s phases, {} threads, data in {}", args.rows, args.value_bytes, args.secs, args.threads, dir.display());
+    println!(
+        "almanac bench engine: {} rows of {} B values, {} s phases, {} threads, data in {}",
+        args.rows,
+        args.value_bytes,
+        args.secs,
+        args.threads,
+        dir.display()
+    );
 
     // Load in MutateRows batches of 100 (one fsync per batch).
     let (c0, t0) = (cpu_secs(), Instant::now());
     let batch = 100u64;
     let mut i = 0;
     while i < args.rows {
-        let entries: Vec<RowMutations> =
-            (i..(i + batch).min(args.rows)).map(|j| RowMutations { key: key(j), mutations: vec![set(&value)] }).collect();
+        let entries: Vec<RowMutations> = (i..(i + batch).min(args.rows))
+            .map(|j| RowMutations {
+                key: key(j),
+                mutations: vec![set(&value)],
+            })
+            .collect();
         for r in engine.mutate_rows(INSTANCE, "load", &entries)? {
             r?;
         }
         i += batch;
     }
-    let load = Phase { name: "load (MutateRows x100, fsync)", ops: args.rows, wall: t0.elapsed(), cpu: cpu_secs() - c0 };
+    let load = Phase {
+        name: "load (MutateRows x100, fsync)",
+        ops: args.rows,
+        wall: t0.elapsed(),
+        cpu: cpu_secs() - c0,
+    };
     load.print("rows");
 
     let logical = args.rows * (key(0).len() as u64 + 2 + 1 + args.value_bytes as u64 + 8);
@@ -147,7 +199,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 
     let written = Arc::new(AtomicU64::new(0));
     for threads in [1, args.threads] {
-        let name = if threads == 1 { "single-row writes, 1 writer" } else { "single-row writes, N writers" };
+        let name = if threads == 1 {
+            "single-row writes, 1 writer"
+        } else {
+            "single-row writes, N writers"
+        };
         let p = timed(name, threads, args.secs, |t, rng| {
             let n = written.fetch_add(1, Ordering::Relaxed);
             let k = format!("w{t}-{n}-{}", rng.next_u64() % 1000);
@@ -157,7 +213,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         p.print("writes");
     }
     for threads in [1, args.threads] {
-        let name = if threads == 1 { "point reads, 1 reader" } else { "point reads, N readers" };
+        let name = if threads == 1 {
+            "point reads, 1 reader"
+        } else {
+            "point reads, N readers"
+        };
         let p = timed(name, threads, args.secs, |_, rng| {
             let k = key(rng.next_u64() % args.rows);
             let row = engine.read_row(INSTANCE, "load", &k, None)?;
@@ -169,16 +229,35 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for reversed in [false, true] {
         let (c0, t0) = (cpu_secs(), Instant::now());
         let (mut rows, mut bytes) = (0u64, 0u64);
-        for r in engine.read_rows(INSTANCE, "load", ReadRequest { reversed, ..ReadRequest::default() })? {
+        for r in engine.read_rows(
+            INSTANCE,
+            "load",
+            ReadRequest {
+                reversed,
+                ..ReadRequest::default()
+            },
+        )? {
             let r = r?;
             rows += 1;
-            bytes += r.key.len() as u64 + r.cells.iter().map(|c| c.value.len() as u64 + c.qualifier.len() as u64).sum::<u64>();
+            bytes += r.key.len() as u64
+                + r.cells
+                    .iter()
+                    .map(|c| c.value.len() as u64 + c.qualifier.len() as u64)
+                    .sum::<u64>();
         }
         let wall = t0.elapsed().as_secs_f64();
-        anyhow::ensure!(rows == args.rows, "scan saw {rows} rows, expected {}", args.rows);
+        anyhow::ensure!(
+            rows == args.rows,
+            "scan saw {rows} rows, expected {}",
+            args.rows
+        );
         println!(
             "{:<34} {:>12.1} MB/s   {:>8.2} µs CPU/row   ({rows} rows, {:.2} s)",
-            if reversed { "reversed scan" } else { "forward scan" },
+            if reversed {
+                "reversed scan"
+            } else {
+                "forward scan"
+            },
             bytes as f64 / 1e6 / wall,
             (cpu_secs() - c0) * 1e6 / rows as f64,
             wall

@@ -1,11 +1,14 @@
 //! # almanac
 //!
 //! The binary: `almanac serve` runs the server on an embedded engine; `almanac
-//! bench` measures the engine; the `cbt`-like commands talk to a running server.
+//! bench engine` measures the engine and `almanac bench grpc` a running server; the
+//! `cbt`-like commands (`ls`, `createtable`, `read`, `set`, ...) talk to a running server.
 //! Flags are parsed here (clap); the work lives in the library crates, and `anyhow`
 //! appears only in this binary.
 
 mod bench;
+mod cbt;
+mod loadgen;
 mod serve;
 
 use std::path::PathBuf;
@@ -24,8 +27,19 @@ struct Cli {
 enum Command {
     /// Run the server (Bigtable gRPC) on an embedded data directory.
     Serve(serve::ServeArgs),
-    /// Measure the embedded engine and print numbers.
-    Bench(bench::BenchArgs),
+    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    #[command(flatten)]
+    Cbt(cbt::CbtCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The embedded engine's speed and size.
+    Engine(bench::BenchArgs),
+    /// Load over gRPC against a running server.
+    Grpc(loadgen::GrpcArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -40,6 +54,15 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
+        Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
+        Command::Cbt(cmd) => {
+            // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
+            if let Err(e) = cbt::run(cmd) {
+                eprintln!("almanac: {e:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }

@@ -31,6 +31,7 @@ use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_server::Bigta
 use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
 use almanac_engine::Engine;
 use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
 use crate::unimplemented::NameUnimplemented;
@@ -88,11 +89,19 @@ pub async fn serve(
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let instance_admin =
         BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
+    // Small gRPC frames must not wait for Nagle's algorithm and delayed ACKs (a ~40 ms
+    // stall per streaming call on loopback).
+    let incoming = TcpListenerStream::new(bound.listener).map(|conn| {
+        conn.and_then(|s| {
+            s.set_nodelay(true)?;
+            Ok(s)
+        })
+    });
     tonic::transport::Server::builder()
         .add_service(NameUnimplemented::new(data))
         .add_service(NameUnimplemented::new(table_admin))
         .add_service(NameUnimplemented::new(instance_admin))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(bound.listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
 }
