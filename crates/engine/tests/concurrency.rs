@@ -1,5 +1,5 @@
 //! Read-modify-write operations are atomic under concurrency.
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
 

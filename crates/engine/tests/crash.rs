@@ -2,7 +2,7 @@
 //! the parent SIGKILLs it at random moments, reopens the data directory and checks
 //! that every acknowledged write is there and that no row is torn (each row is
 //! written as three cells in one mutation: all three or none).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -1,5 +1,5 @@
 //! End-to-end checks of the engine's public API on a real data directory.
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
 

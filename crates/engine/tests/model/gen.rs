@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use almanac_engine::filter::RowFilter;
+use almanac_engine::filter::{CompiledFilter, RowFilter};
 use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
 use almanac_engine::rowset::{RowRange, RowSet};
 use almanac_engine::schema::{
@@ -24,7 +24,7 @@ pub struct Gen {
 impl Gen {
     pub fn new(seed: u64) -> Self {
         Self {
-            state: seed ^ 0xA1_3A_AC_00_D1FF,
+            state: seed ^ 0xA13A_AC00_D1FF,
             now_us: 0,
         }
     }
@@ -76,13 +76,22 @@ const BAD_TABLES: [&str; 3] = ["", "-x", "a b"];
 pub const FAMILIES: [&str; 5] = ["cf", "f1", "f2", "agg", "n"];
 const BAD_FAMILIES: [&str; 3] = ["", "a:b", "x y"];
 pub const ROW_KEYS: [&[u8]; 10] = [
-    b"a", b"ab", b"abc", b"a\0", b"b", b"b\0", b"\xff", b"\xff\xff", b"\0", b"c",
+    b"a",
+    b"ab",
+    b"abc",
+    b"a\0",
+    b"b",
+    b"b\0",
+    b"\xff",
+    b"\xff\xff",
+    b"\0",
+    b"c",
 ];
 const QUALIFIERS: [&[u8]; 9] = [b"", b"q", b"q1", b"q2", b"qq", b"a", b"\0", b"\xff", b"q\0"];
 const PREFIXES: [&[u8]; 6] = [b"a", b"b", b"\xff", b"ab", b"a\0", b"\0"];
 const BYTE_REGEXES: [&[u8]; 16] = [
-    b"a.*", b"[ab]", b".*", b"q\\d", b"q", b"", b"q.*", b"q+", b"qq?", b"a|q", b"q1?",
-    b"\xff.*", b"(?i)Q1", b"q[12]", b"\\C*", b"a\\C",
+    b"a.*", b"[ab]", b".*", b"q\\d", b"q", b"", b"q.*", b"q+", b"qq?", b"a|q", b"q1?", b"\xff.*",
+    b"(?i)Q1", b"q[12]", b"\\C*", b"a\\C",
 ];
 const BAD_REGEXES: [&[u8]; 3] = [b"(", b"[a", b"a)"];
 const FAMILY_REGEXES: [&str; 7] = ["cf", "f.", ".*", "a.*", "f1|agg", "n", "c"];
@@ -176,17 +185,23 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
         6,                               // read_row
         3,                               // sweep
         8,                               // advance
-        2,                               // drop rows
+        1,                               // drop rows
         1,                               // reopen
     ];
     let t = target(g, &views);
     let (instance, table) = (t.instance.clone(), t.name.clone());
     match g.weighted(&w) {
         0 => {
-            let n = g.below(4);
-            let families = (0..n)
-                .map(|_| (family_name(g), family_spec(g)))
-                .collect();
+            let n = if g.pct(10) { 0 } else { g.range(1, 4) as usize };
+            let mut families: Vec<(String, FamilySpec)> = Vec::new();
+            for _ in 0..n {
+                let name = family_name(g);
+                // Mostly distinct names; a duplicate now and then (invalid).
+                if families.iter().any(|(f, _)| *f == name) && g.pct(85) {
+                    continue;
+                }
+                families.push((name, family_spec(g)));
+            }
             let granularity = if g.pct(70) {
                 Granularity::Millis
             } else {
@@ -211,13 +226,31 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
             let n = if g.pct(5) { 0 } else { g.range(1, 3) as usize };
             let changes = (0..n)
                 .map(|_| {
-                    let name = if !t.families.is_empty() && g.pct(60) {
+                    let existing = !t.families.is_empty() && g.pct(85);
+                    let name = if existing {
                         g.pick(&t.families).0.clone()
                     } else {
                         family_name(g)
                     };
                     match g.weighted(&[4, 3, 2]) {
-                        0 => FamilyChange::Create(name, family_spec(g)),
+                        0 => {
+                            // Mostly a name the table lacks.
+                            let name = if g.pct(80) {
+                                let free: Vec<&str> = FAMILIES
+                                    .iter()
+                                    .copied()
+                                    .filter(|f| t.families.iter().all(|(n, _)| n != f))
+                                    .collect();
+                                if free.is_empty() {
+                                    name
+                                } else {
+                                    g.pick(&free).to_string()
+                                }
+                            } else {
+                                name
+                            };
+                            FamilyChange::Create(name, family_spec(g))
+                        }
                         1 => FamilyChange::Update(name, gc_rule(g, 0)),
                         _ => FamilyChange::Drop(name),
                     }
@@ -242,7 +275,11 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
             instance,
             table,
             key: row_key(g),
-            mutations: mutations(g, &t, now_us, 1, 6),
+            mutations: if g.pct(8) {
+                dense(g, &t, now_us)
+            } else {
+                mutations(g, &t, now_us, 1, 6)
+            },
         },
         5 => {
             let n = if g.pct(3) { 0 } else { g.range(1, 5) as usize };
@@ -263,7 +300,11 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
             }
         }
         6 => {
-            let predicate = if g.pct(20) { None } else { Some(filter(g, 1)) };
+            let predicate = if g.pct(20) {
+                None
+            } else {
+                Some(some_filter(g))
+            };
             let on_match = if g.pct(20) {
                 vec![]
             } else {
@@ -312,7 +353,11 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
             table,
             request: ReadRequest {
                 rows: row_set(g),
-                filter: if g.pct(40) { None } else { Some(filter(g, 1)) },
+                filter: if g.pct(40) {
+                    None
+                } else {
+                    Some(some_filter(g))
+                },
                 limit: if g.pct(65) {
                     None
                 } else {
@@ -325,7 +370,11 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
             instance,
             table,
             key: row_key(g),
-            filter: if g.pct(40) { None } else { Some(filter(g, 1)) },
+            filter: if g.pct(40) {
+                None
+            } else {
+                Some(some_filter(g))
+            },
         },
         10 => Op::Sweep,
         11 => Op::Advance(match g.weighted(&[50, 30, 15, 5]) {
@@ -337,7 +386,7 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
         12 => Op::DropRows {
             instance,
             table,
-            which: if g.pct(40) {
+            which: if g.pct(25) {
                 DropRows::All
             } else if g.pct(5) {
                 DropRows::Prefix(vec![])
@@ -414,7 +463,7 @@ fn gc_rule(g: &mut Gen, depth: u32) -> GcRule {
 }
 
 pub fn row_key(g: &mut Gen) -> Vec<u8> {
-    match g.weighted(&[200, 3, 1]) {
+    match g.weighted(&[400, 3, 1]) {
         0 => g.pick(&ROW_KEYS).to_vec(),
         1 => vec![],
         _ => vec![b'k'; 4097],
@@ -422,7 +471,7 @@ pub fn row_key(g: &mut Gen) -> Vec<u8> {
 }
 
 fn qualifier(g: &mut Gen) -> Vec<u8> {
-    if g.pct(1) {
+    if g.below(400) == 0 {
         vec![b'q'; 16 * 1024 + 1]
     } else {
         g.pick(&QUALIFIERS).to_vec()
@@ -431,7 +480,9 @@ fn qualifier(g: &mut Gen) -> Vec<u8> {
 
 fn value(g: &mut Gen) -> Vec<u8> {
     match g.weighted(&[5, 3, 1]) {
-        0 => g.pick(&[&b""[..], b"v", b"va", b"a", b"\xff\xff", b"q1", b"\0v"]).to_vec(),
+        0 => g
+            .pick(&[&b""[..], b"v", b"va", b"a", b"\xff\xff", b"q1", b"\0v"])
+            .to_vec(),
         1 => g.pick(&[0i64, 1, -5, 42, i64::MAX]).to_be_bytes().to_vec(),
         _ => g.pick(&[&b"vvvvvvvv"[..], b"12345678", b"v\nv"]).to_vec(),
     }
@@ -445,7 +496,7 @@ fn family_for(g: &mut Gen, t: &TableView, want: impl Fn(ValueType) -> bool) -> S
         .filter(|(_, v)| want(*v))
         .map(|(n, _)| n)
         .collect();
-    if !good.is_empty() && g.pct(85) {
+    if !good.is_empty() && g.pct(96) {
         return g.pick(&good).to_string();
     }
     if !t.families.is_empty() && g.pct(50) {
@@ -461,13 +512,22 @@ fn family_for(g: &mut Gen, t: &TableView, want: impl Fn(ValueType) -> bool) -> S
 /// A timestamp for a write: mostly valid and colliding, sometimes invalid.
 fn timestamp(g: &mut Gen, t: &TableView, now_us: i64) -> i64 {
     let now_ms = now_us - now_us.rem_euclid(1000);
-    match g.weighted(&[30, 40, 10, 6, 3, 5, 3, 3]) {
+    let sub_ms = if t.granularity == Granularity::Micros {
+        8
+    } else {
+        1
+    };
+    match g.weighted(&[30, 40, 10, sub_ms, 1, 4, 2, 3]) {
         0 => -1,
         1 => now_ms - 1000 * *g.pick(&[0, 1, 2, 3, 10, 1000, 60_000, 7_200_000]),
         2 => *g.pick(&[0, 1000, 2000, 5000]),
         3 => {
             // Sub-millisecond: valid only on MICROS tables.
-            let micros = if t.granularity == Granularity::Micros { 3 } else { 1 };
+            let micros = if t.granularity == Granularity::Micros {
+                3
+            } else {
+                1
+            };
             now_ms - g.range(1, 999) * micros
         }
         4 => *g.pick(&[-2, -1000]),
@@ -478,7 +538,7 @@ fn timestamp(g: &mut Gen, t: &TableView, now_us: i64) -> i64 {
 }
 
 fn aggregate_input(g: &mut Gen) -> AggregateInput {
-    match g.weighted(&[90, 5, 5]) {
+    match g.weighted(&[96, 3, 1]) {
         0 => AggregateInput::Int(*g.pick(&[0, 1, -1, 7, 100, i64::MAX, i64::MIN])),
         1 => AggregateInput::Bytes(3i64.to_be_bytes().to_vec()),
         _ => AggregateInput::Bytes(vec![1, 2, 3]),
@@ -490,9 +550,42 @@ pub fn mutations(g: &mut Gen, t: &TableView, now_us: i64, lo: i64, hi: i64) -> V
     (0..n).map(|_| mutation(g, t, now_us)).collect()
 }
 
+/// Many versions of a few columns in one row, so reads skip and seek.
+fn dense(g: &mut Gen, t: &TableView, now_us: i64) -> Vec<Mutation> {
+    let now_ms = now_us - now_us.rem_euclid(1000);
+    let families: Vec<&String> = t
+        .families
+        .iter()
+        .filter(|(_, v)| *v == ValueType::Bytes)
+        .map(|(n, _)| n)
+        .collect();
+    if families.is_empty() {
+        return mutations(g, t, now_us, 1, 6);
+    }
+    let n = g.range(8, 40);
+    (0..n)
+        .map(|i| Mutation::SetCell {
+            family: g.pick(&families).to_string(),
+            qualifier: g.pick(&QUALIFIERS[..6]).to_vec(),
+            timestamp_us: now_ms - 1000 * (i + g.range(0, 3)),
+            value: value(g),
+        })
+        .collect()
+}
+
 fn mutation(g: &mut Gen, t: &TableView, now_us: i64) -> Mutation {
     let is_agg = |v: ValueType| matches!(v, ValueType::Aggregate(_));
-    match g.weighted(&[45, 15, 5, 3, 20, 8]) {
+    // Mostly mutations the table has a family for.
+    let has_bytes = t.families.iter().any(|(_, v)| *v == ValueType::Bytes);
+    let has_agg = t.families.iter().any(|(_, v)| is_agg(*v));
+    let (set, add, merge) = match (has_bytes, has_agg) {
+        (true, true) => (45, 20, 8),
+        (true, false) => (60, 1, 1),
+        (false, true) => (2, 40, 15),
+        (false, false) => (2, 1, 1),
+    };
+    let delete = if t.families.is_empty() { 1 } else { 15 };
+    match g.weighted(&[set, delete, delete / 3, 3, add, merge]) {
         0 => Mutation::SetCell {
             family: family_for(g, t, |v| v == ValueType::Bytes),
             qualifier: qualifier(g),
@@ -500,11 +593,18 @@ fn mutation(g: &mut Gen, t: &TableView, now_us: i64) -> Mutation {
             value: value(g),
         },
         1 => {
-            let start_us = if g.pct(40) { 0 } else { timestamp(g, t, now_us) };
+            let start_us = match timestamp(g, t, now_us) {
+                _ if g.pct(40) => 0,
+                -1 if g.pct(80) => 0,
+                ts => ts,
+            };
             let end_us = if g.pct(40) {
                 None
+            } else if g.pct(5) {
+                Some(timestamp(g, t, now_us)) // anything, maybe inverted or invalid
             } else {
-                Some(timestamp(g, t, now_us))
+                let span = 1000 * *g.pick(&[0, 1, 2, 3, 5, 1000, 100_000, 10_000_000]);
+                Some(start_us.max(0).saturating_add(span))
             };
             Mutation::DeleteFromColumn {
                 family: family_for(g, t, |_| true),
@@ -560,7 +660,8 @@ fn row_set(g: &mut Gen) -> RowSet {
             std::mem::swap(s, e);
         }
         if g.pct(10) {
-            r = RowRange::prefix(g.pick(&PREFIXES));
+            let prefix: &&[u8] = g.pick(&PREFIXES);
+            r = RowRange::prefix(prefix);
         }
         ranges.push(r);
     }
@@ -573,6 +674,18 @@ fn byte_regex(g: &mut Gen) -> Vec<u8> {
     } else {
         g.pick(&BYTE_REGEXES).to_vec()
     }
+}
+
+/// A random filter: mostly one that compiles (invalid ones get a few retries).
+pub fn some_filter(g: &mut Gen) -> RowFilter {
+    let mut f = filter(g, 1);
+    for _ in 0..4 {
+        if CompiledFilter::compile(&f).is_ok() || g.pct(15) {
+            break;
+        }
+        f = filter(g, 1);
+    }
+    f
 }
 
 /// A random filter of every kind but `row_sample`, nesting at most 3 deep.
@@ -620,8 +733,10 @@ pub fn filter(g: &mut Gen, depth: u32) -> RowFilter {
         9 => {
             let mut start = key_bound(g, &QUALIFIERS);
             let mut end = key_bound(g, &QUALIFIERS);
-            if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
-                (&mut start, &mut end)
+            if let (
+                Bound::Included(s) | Bound::Excluded(s),
+                Bound::Included(e) | Bound::Excluded(e),
+            ) = (&mut start, &mut end)
                 && s > e
                 && g.pct(85)
             {
@@ -650,9 +765,14 @@ pub fn filter(g: &mut Gen, depth: u32) -> RowFilter {
                 now_ms + 1000,
                 now_ms + 1_000_000_000,
                 i64::MAX - 807,
+                now_ms - 1234,
             ];
             let mut start_us = *g.pick(&points);
-            let mut end_us = if g.pct(30) { None } else { Some(*g.pick(&points)) };
+            let mut end_us = if g.pct(30) {
+                None
+            } else {
+                Some(*g.pick(&points))
+            };
             if g.pct(3) {
                 start_us = -1000;
             }
@@ -670,8 +790,10 @@ pub fn filter(g: &mut Gen, depth: u32) -> RowFilter {
             let vals: [&[u8]; 6] = [b"", b"a", b"v", b"va", b"\0", b"\xff"];
             let mut start = key_bound(g, &vals);
             let mut end = key_bound(g, &vals);
-            if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
-                (&mut start, &mut end)
+            if let (
+                Bound::Included(s) | Bound::Excluded(s),
+                Bound::Included(e) | Bound::Excluded(e),
+            ) = (&mut start, &mut end)
                 && s > e
                 && g.pct(85)
             {

@@ -292,8 +292,9 @@ impl MTable {
                     };
                     let k = (fam.uid, qualifier.clone(), Reverse(ts_of(*timestamp_us)));
                     let merge = matches!(m, Mutation::MergeToCell { .. });
-                    let v = aggregate::fold(kind, family, merge, row.get(&k).map(Vec::as_slice), input)
-                        .expect("validated aggregate input");
+                    let v =
+                        aggregate::fold(kind, family, merge, row.get(&k).map(Vec::as_slice), input)
+                            .expect("validated aggregate input");
                     row.insert(k, v);
                 }
             }
@@ -373,6 +374,35 @@ fn check_gc_rule(rule: &GcRule) -> MResult<()> {
         return Err(Kind::Invalid);
     }
     values(rule)
+}
+
+/// On MILLIS tables, positive timestamp-range bounds must be whole milliseconds.
+fn check_filter_timestamps(g: Granularity, f: &RowFilter) -> MResult<()> {
+    match f {
+        RowFilter::Chain(c) | RowFilter::Interleave(c) => {
+            c.iter().try_for_each(|c| check_filter_timestamps(g, c))
+        }
+        RowFilter::Condition {
+            predicate,
+            true_filter,
+            false_filter,
+        } => {
+            check_filter_timestamps(g, predicate)?;
+            for b in [true_filter, false_filter].into_iter().flatten() {
+                check_filter_timestamps(g, b)?;
+            }
+            Ok(())
+        }
+        RowFilter::TimestampRange { start_us, end_us } => {
+            for ts in std::iter::once(*start_us).chain(*end_us) {
+                if ts > 0 && g == Granularity::Millis && ts % 1000 != 0 {
+                    return Err(Kind::Invalid);
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn compile(f: &RowFilter) -> MResult<CompiledFilter> {
@@ -460,7 +490,12 @@ impl Model {
         self.tables.keys().cloned().collect()
     }
 
-    pub fn create_table(&mut self, instance: &str, name: &str, spec: &TableSpec) -> MResult<TableInfo> {
+    pub fn create_table(
+        &mut self,
+        instance: &str,
+        name: &str,
+        spec: &TableSpec,
+    ) -> MResult<TableInfo> {
         check_table_id(name)?;
         for (i, (fname, fspec)) in spec.families.iter().enumerate() {
             check_family_name(fname)?;
@@ -483,7 +518,8 @@ impl Model {
             rows: BTreeMap::new(),
         };
         let info = t.info(instance, name);
-        self.tables.insert((instance.to_owned(), name.to_owned()), t);
+        self.tables
+            .insert((instance.to_owned(), name.to_owned()), t);
         Ok(info)
     }
 
@@ -626,8 +662,14 @@ impl Model {
         now_us: i64,
     ) -> MResult<bool> {
         check_key(key)?;
+        if on_match.is_empty() && on_miss.is_empty() {
+            return Err(Kind::Invalid);
+        }
         let compiled = predicate.map(compile).transpose()?;
         let t = self.table_mut(instance, table)?;
+        if let Some(p) = predicate {
+            check_filter_timestamps(t.granularity, p)?;
+        }
         for muts in [on_match, on_miss] {
             if !muts.is_empty() {
                 t.check_mutations(key, muts)?;
@@ -728,14 +770,23 @@ impl Model {
                 )
             })
             .collect();
-        cells.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.qualifier.cmp(&b.1.qualifier)));
+        cells.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.1.qualifier.cmp(&b.1.qualifier))
+        });
         Ok(Row {
             key: key.to_vec(),
             cells: cells.into_iter().map(|(_, c)| c).collect(),
         })
     }
 
-    pub fn read_rows(&self, instance: &str, table: &str, req: &ReadRequest, now_us: i64) -> MResult<Vec<Row>> {
+    pub fn read_rows(
+        &self,
+        instance: &str,
+        table: &str,
+        req: &ReadRequest,
+        now_us: i64,
+    ) -> MResult<Vec<Row>> {
         for r in &req.rows.ranges {
             if let (Some(s), Some(e)) = (bound_bytes(&r.start), bound_bytes(&r.end))
                 && s > e
@@ -747,13 +798,23 @@ impl Model {
             check_key(k)?;
         }
         let t = self.table(instance, table)?;
+        if let Some(f) = &req.filter {
+            check_filter_timestamps(t.granularity, f)?;
+        }
         let filter = req.filter.as_ref().map(compile).transpose()?;
         let all = req.rows.keys.is_empty() && req.rows.ranges.is_empty();
         let wanted = |k: &[u8]| {
             all || req.rows.keys.iter().any(|x| x == k)
-                || req.rows.ranges.iter().any(|r| in_bounds(k, &r.start, &r.end))
+                || req
+                    .rows
+                    .ranges
+                    .iter()
+                    .any(|r| in_bounds(k, &r.start, &r.end))
         };
-        let limit = req.limit.filter(|&n| n > 0).map_or(usize::MAX, |n| n as usize);
+        let limit = req
+            .limit
+            .filter(|&n| n > 0)
+            .map_or(usize::MAX, |n| n as usize);
         let rows: Box<dyn Iterator<Item = (&Vec<u8>, &MRow)>> = if req.reversed {
             Box::new(t.rows.iter().rev())
         } else {
@@ -795,6 +856,9 @@ impl Model {
     ) -> MResult<Option<Row>> {
         check_key(key)?;
         let t = self.table(instance, table)?;
+        if let Some(f) = filter {
+            check_filter_timestamps(t.granularity, f)?;
+        }
         let filter = filter.map(compile).transpose()?;
         let cells = t.visible_row(key, now_us);
         if cells.is_empty() {
