@@ -93,8 +93,8 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("path", &self.inner.db.disk_space().ok())
-            .finish()
+            .field("durability", &self.inner.commit.policy())
+            .finish_non_exhaustive()
     }
 }
 
