@@ -205,13 +205,26 @@ impl Engine {
             )));
         }
         let meta = TableMeta {
-            id: cat.next_table_id,
+            id: 0, // assigned by install_with_new_id
             instance: instance.to_owned(),
             name: name.to_owned(),
             granularity: spec.granularity,
             next_family_id: families.len() as u32,
             families,
         };
+        self.install_with_new_id(&mut cat, meta, None)
+    }
+
+    /// Gives `meta` the next table id, writes its record, the advanced id counter and
+    /// (when a table's old id is retired) a purge marker in one batch, then publishes
+    /// it in the catalog.
+    fn install_with_new_id(
+        &self,
+        cat: &mut Catalog,
+        mut meta: TableMeta,
+        retired: Option<u32>,
+    ) -> Result<TableInfo> {
+        meta.id = cat.next_table_id;
         let mut batch = self.inner.db.batch();
         batch.insert(
             &self.inner.meta,
@@ -223,13 +236,16 @@ impl Engine {
             NEXT_TABLE_ID_KEY,
             (meta.id + 1).to_be_bytes().to_vec(),
         );
+        if let Some(old) = retired {
+            batch.insert(&self.inner.meta, catalog::dead_table_key(old), Vec::new());
+        }
         self.commit(batch)?;
         cat.next_table_id = meta.id + 1;
         let info = meta.info();
         cat.tables
-            .entry(instance.to_owned())
+            .entry(meta.instance.clone())
             .or_default()
-            .insert(name.to_owned(), Arc::new(meta));
+            .insert(meta.name.clone(), Arc::new(meta));
         Ok(info)
     }
 
@@ -371,30 +387,7 @@ impl Engine {
             DropRows::All => {
                 let mut cat = self.catalog_mut()?;
                 let old = Arc::clone(cat.get(instance, name)?);
-                let mut meta = (*old).clone();
-                meta.id = cat.next_table_id;
-                let mut batch = self.inner.db.batch();
-                batch.insert(
-                    &self.inner.meta,
-                    meta.meta_key(),
-                    catalog::encode_table(&meta),
-                );
-                batch.insert(
-                    &self.inner.meta,
-                    NEXT_TABLE_ID_KEY,
-                    (meta.id + 1).to_be_bytes().to_vec(),
-                );
-                batch.insert(
-                    &self.inner.meta,
-                    catalog::dead_table_key(old.id),
-                    Vec::new(),
-                );
-                self.commit(batch)?;
-                cat.next_table_id = meta.id + 1;
-                cat.tables
-                    .entry(instance.to_owned())
-                    .or_default()
-                    .insert(name.to_owned(), Arc::new(meta));
+                self.install_with_new_id(&mut cat, (*old).clone(), Some(old.id))?;
                 self.inner.sweeper.wake();
                 Ok(())
             }

@@ -493,12 +493,17 @@ impl Engine {
     /// Reads one row of a table whose schema the caller holds (under a row lock).
     pub(crate) fn read_row_locked(
         &self,
-        meta: &TableMeta,
+        meta: &Arc<TableMeta>,
         key: &[u8],
         filter: Option<&CompiledFilter>,
     ) -> Result<Option<Row>> {
-        let meta = Arc::new(meta.clone());
-        let mut s = self.stream(meta, &RowSet::key(key.to_vec()), None, None, false);
+        let mut s = self.stream(
+            Arc::clone(meta),
+            &RowSet::key(key.to_vec()),
+            None,
+            None,
+            false,
+        );
         let Some(row) = s.next().transpose()? else {
             return Ok(None);
         };

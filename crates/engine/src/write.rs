@@ -397,7 +397,8 @@ impl Engine {
                     .entry((c.family.to_string(), c.qualifier.to_vec()))
                     .or_insert((c.timestamp_us, c.value));
             }
-            let now = Applier::new(self, meta).now_us;
+            let mut a = Applier::new(self, meta);
+            let now = a.now_us;
             let mut muts = Vec::with_capacity(rules.len());
             let mut touched = Vec::new();
             for r in rules {
@@ -445,7 +446,6 @@ impl Engine {
                     value,
                 });
             }
-            let mut a = Applier::new(self, meta);
             a.apply_row(key, &muts)?;
             a.commit()?;
             let mut cells: Vec<(u32, Cell)> = touched
