@@ -1,0 +1,180 @@
+//! How a table lays its records out in Bigtable rows: one of the four patterns of
+//! Bigtable's time-series schema guide, a bucket size for the bucketed ones, and whether
+//! time in the row key is reversed (newest first). Chosen at table creation, fixed after.
+//!
+//! Over the Timestream API the layout is chosen with CreateTable tags
+//! (`almanac:layout`, `almanac:bucket`, `almanac:reverse-time`); see [`Layout::from_tags`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::limits::{MAX_BUCKET_SECS, MIN_BUCKET_SECS};
+
+/// One of the seeds' four patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Time buckets, new columns: a row per series and bucket; each point is a cell whose
+    /// qualifier is the value and whose timestamp is the time; the cell value is empty.
+    BucketColumns,
+    /// Time buckets, new cells: a row per series and bucket; one column per measure;
+    /// each point is a new cell (version) of that column at the point's time.
+    BucketCells,
+    /// Single-timestamp rows, serialized: a row per point; all measures in one protobuf cell.
+    RowSerialized,
+    /// Single-timestamp rows, unserialized: a row per point; one column per measure.
+    RowColumns,
+}
+
+impl Pattern {
+    /// Every pattern, in the seeds' order.
+    pub const ALL: [Pattern; 4] = [
+        Self::BucketColumns,
+        Self::BucketCells,
+        Self::RowSerialized,
+        Self::RowColumns,
+    ];
+
+    /// The name used in tags, flags and docs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BucketColumns => "bucket-columns",
+            Self::BucketCells => "bucket-cells",
+            Self::RowSerialized => "row-serialized",
+            Self::RowColumns => "row-columns",
+        }
+    }
+
+    /// Parses a name of [`Pattern::as_str`].
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown layout {s:?}; expected one of bucket-columns, bucket-cells, \
+                     row-serialized, row-columns"
+                ))
+            })
+    }
+
+    /// Whether rows hold a time bucket (else one point per row).
+    pub fn is_bucketed(self) -> bool {
+        matches!(self, Self::BucketColumns | Self::BucketCells)
+    }
+}
+
+/// Tag key choosing the pattern.
+pub const TAG_LAYOUT: &str = "almanac:layout";
+/// Tag key choosing the bucket size (`90s`, `15m`, `1h`, `1d` or seconds).
+pub const TAG_BUCKET: &str = "almanac:bucket";
+/// Tag key choosing reversed time in row keys (`true` / `false`).
+pub const TAG_REVERSE_TIME: &str = "almanac:reverse-time";
+
+/// The default pattern: chosen by `almanac bench patterns` (see the README's table):
+/// bucketed new cells write fastest with the smallest footprint for multi-measure data
+/// and serve the seeds' three reads well.
+pub const DEFAULT_PATTERN: Pattern = Pattern::BucketCells;
+/// The default bucket: one hour (360 points per series at 10 s, 60 at one a minute).
+pub const DEFAULT_BUCKET_SECS: i64 = 3600;
+
+/// A table's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    /// The pattern.
+    pub pattern: Pattern,
+    /// Bucket length in seconds (bucketed patterns only; ignored otherwise).
+    pub bucket_secs: i64,
+    /// Time in row keys counts down, so the newest row of a series sorts first.
+    pub reverse_time: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Self {
+            pattern: DEFAULT_PATTERN,
+            bucket_secs: DEFAULT_BUCKET_SECS,
+            reverse_time: false,
+        }
+    }
+}
+
+impl Layout {
+    /// Checks the bucket size.
+    pub fn validate(&self) -> Result<()> {
+        if !(MIN_BUCKET_SECS..=MAX_BUCKET_SECS).contains(&self.bucket_secs) {
+            return Err(Error::invalid(format!(
+                "bucket of {} s is outside [{MIN_BUCKET_SECS}, {MAX_BUCKET_SECS}] seconds",
+                self.bucket_secs
+            )));
+        }
+        Ok(())
+    }
+
+    /// The layout asked for by CreateTable tags; absent tags take the defaults.
+    pub fn from_tags<'a>(tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut layout = Self::default();
+        for (key, value) in tags {
+            match key {
+                TAG_LAYOUT => layout.pattern = Pattern::parse(value)?,
+                TAG_BUCKET => layout.bucket_secs = parse_duration_secs(value)?,
+                TAG_REVERSE_TIME => {
+                    layout.reverse_time = match value {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(Error::invalid(format!(
+                                "tag {TAG_REVERSE_TIME} must be true or false, not {value:?}"
+                            )));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        layout.validate()?;
+        Ok(layout)
+    }
+}
+
+/// Parses `3600`, `90s`, `15m`, `1h` or `1d` into seconds.
+pub fn parse_duration_secs(s: &str) -> Result<i64> {
+    let bad = || Error::invalid(format!("bad duration {s:?}; expected e.g. 3600, 90s, 15m, 1h, 1d"));
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: i64 = digits.parse().map_err(|_| bad())?;
+    let mult = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_choose_the_layout() -> Result<()> {
+        let l = Layout::from_tags([
+            (TAG_LAYOUT, "row-serialized"),
+            (TAG_BUCKET, "15m"),
+            (TAG_REVERSE_TIME, "true"),
+            ("owner", "me"),
+        ])?;
+        assert_eq!(l.pattern, Pattern::RowSerialized);
+        assert_eq!(l.bucket_secs, 900);
+        assert!(l.reverse_time);
+        assert_eq!(Layout::from_tags([])?, Layout::default());
+        assert!(Layout::from_tags([(TAG_LAYOUT, "wide")]).is_err());
+        assert!(Layout::from_tags([(TAG_BUCKET, "0")]).is_err());
+        assert!(Layout::from_tags([(TAG_BUCKET, "8d")]).is_err());
+        assert!(Layout::from_tags([(TAG_BUCKET, "1x")]).is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,169 @@
+//! Almanac's time-series layer: Timestream's data model (databases, tables with
+//! retention, records with dimensions, measures, time and version, schema inferred on
+//! write) stored in the time-series patterns of Bigtable's schema guide, over any
+//! [`WideColumnStore`] (the embedded engine here; a remote Bigtable later).
+//!
+//! A WriteRecords request, step by step (details in [`write`]):
+//! 1. [`TimeSeries::write_records`] finds the table in the [`catalog::Catalog`] (cached;
+//!    persisted in the store's `_catalog` table).
+//! 2. Each record is merged with `CommonAttributes` and checked alone
+//!    ([`validate`]), then against retention; names join the table's [`schema`].
+//! 3. Each point gets its row key ([`keys`]) and cells ([`rows`]) per the table's
+//!    [`layout::Pattern`]; versions are resolved against stored points under series
+//!    locks ([`series`]); changed rows go down in one MutateRows.
+//!
+//! A read ([`query`]) turns a selection (measure, dimensions, time) into key ranges
+//! and a filter, and decodes rows back into [`model::Point`]s.
+//!
+//! Invariants: a stored point is never half-written (one row mutation each); a
+//! measure name or attribute keeps its first type; the schema is persisted before
+//! any row that needs it; a point is only replaced by a higher version.
+
+pub mod catalog;
+pub mod codec;
+pub mod error;
+pub mod keys;
+pub mod layout;
+pub mod limits;
+pub mod model;
+pub mod query;
+pub mod rows;
+pub mod schema;
+pub mod series;
+pub mod store;
+pub mod validate;
+pub mod write;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use almanac_engine::clock::Clock;
+
+pub use catalog::{NewTable, TableMeta};
+pub use error::{Error, Result};
+pub use layout::{Layout, Pattern};
+pub use model::{
+    DatabaseInfo, Dimension, Ingested, MagneticWrites, MeasureType, MeasureValue, Measures, Point,
+    Record, RejectedRecord, Retention, TimeUnit, Value,
+};
+pub use query::{ScanStats, Selection};
+pub use store::{EmbeddedStore, WideColumnStore};
+pub use write::WriteOutcome;
+
+/// The Bigtable instance that holds the time-series tables of `almanac serve`.
+pub const DEFAULT_INSTANCE: &str = "projects/almanac/instances/timestream";
+
+/// The time-series service over a store.
+pub struct TimeSeries<S> {
+    catalog: catalog::Catalog<S>,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S> std::fmt::Debug for TimeSeries<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeSeries").finish_non_exhaustive()
+    }
+}
+
+impl<S: WideColumnStore> TimeSeries<S> {
+    /// Opens the catalog in `store`; `clock` decides retention windows and timestamps.
+    pub fn open(store: Arc<S>, clock: Arc<dyn Clock>) -> Result<Self> {
+        Ok(Self { catalog: catalog::Catalog::open(store)?, clock })
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now_us().div_euclid(1000)
+    }
+
+    /// The store below.
+    pub fn store(&self) -> &Arc<S> {
+        self.catalog.store()
+    }
+
+    /// CreateDatabase.
+    pub fn create_database(&self, name: &str, kms_key_id: Option<String>) -> Result<DatabaseInfo> {
+        self.catalog.create_database(name, kms_key_id, self.now_ms())
+    }
+
+    /// DescribeDatabase.
+    pub fn describe_database(&self, name: &str) -> Result<DatabaseInfo> {
+        self.catalog.database(name)
+    }
+
+    /// ListDatabases after a name (exclusive).
+    pub fn list_databases(&self, after: Option<&str>, max: usize) -> Vec<DatabaseInfo> {
+        self.catalog.databases(after, max)
+    }
+
+    /// UpdateDatabase.
+    pub fn update_database(&self, name: &str, kms_key_id: String) -> Result<DatabaseInfo> {
+        self.catalog.update_database(name, kms_key_id, self.now_ms())
+    }
+
+    /// DeleteDatabase (must be empty).
+    pub fn delete_database(&self, name: &str) -> Result<()> {
+        self.catalog.delete_database(name)
+    }
+
+    /// CreateTable.
+    pub fn create_table(&self, db: &str, name: &str, new: NewTable) -> Result<Arc<TableMeta>> {
+        self.catalog.create_table(db, name, new, self.now_ms())
+    }
+
+    /// DescribeTable.
+    pub fn describe_table(&self, db: &str, name: &str) -> Result<Arc<TableMeta>> {
+        Ok(self.catalog.table(db, name)?.meta())
+    }
+
+    /// ListTables (of one database, or of all), after `(db, table)` (exclusive).
+    pub fn list_tables(&self, db: Option<&str>, after: Option<(&str, &str)>, max: usize) -> Result<Vec<Arc<TableMeta>>> {
+        self.catalog.tables(db, after, max)
+    }
+
+    /// UpdateTable.
+    pub fn update_table(
+        &self,
+        db: &str,
+        name: &str,
+        retention: Option<Retention>,
+        magnetic_writes: Option<MagneticWrites>,
+    ) -> Result<Arc<TableMeta>> {
+        self.catalog.update_table(db, name, retention, magnetic_writes, self.now_ms())
+    }
+
+    /// DeleteTable.
+    pub fn delete_table(&self, db: &str, name: &str) -> Result<()> {
+        self.catalog.delete_table(db, name)
+    }
+
+    /// WriteRecords: writes the good records; `Err(Error::Rejected)` lists the others.
+    pub fn write_records(&self, db: &str, table: &str, common: Option<&Record>, records: &[Record]) -> Result<Ingested> {
+        let handle = self.catalog.table(db, table)?;
+        let now_ns = self.clock.now_us().saturating_mul(1000);
+        let out = write::write_records(&self.catalog, &handle, common, records, now_ns)?;
+        if out.rejected.is_empty() {
+            Ok(out.ingested)
+        } else {
+            Err(Error::Rejected(out.rejected))
+        }
+    }
+
+    /// Like [`TimeSeries::write_records`], but returns both counts and rejections.
+    pub fn write_records_outcome(&self, db: &str, table: &str, common: Option<&Record>, records: &[Record]) -> Result<WriteOutcome> {
+        let handle = self.catalog.table(db, table)?;
+        let now_ns = self.clock.now_us().saturating_mul(1000);
+        write::write_records(&self.catalog, &handle, common, records, now_ns)
+    }
+
+    /// Reads the selected points in key order.
+    pub fn scan(&self, db: &str, table: &str, sel: &Selection, visit: &mut dyn FnMut(Point) -> ControlFlow<()>) -> Result<ScanStats> {
+        let meta = self.describe_table(db, table)?;
+        query::scan(self.store().as_ref(), &meta, sel, visit)
+    }
+
+    /// The newest selected point of each series.
+    pub fn latest(&self, db: &str, table: &str, sel: &Selection) -> Result<(Vec<Point>, ScanStats)> {
+        let meta = self.describe_table(db, table)?;
+        query::latest(self.store().as_ref(), &meta, sel)
+    }
+}

@@ -1,0 +1,296 @@
+//! Timestream's data model as plain Rust values: records as they arrive (strings, as on
+//! the wire), typed values after parsing, and the descriptions of databases and tables.
+
+use serde::{Deserialize, Serialize};
+
+/// A measure's type (`MeasureValueType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MeasureType {
+    /// 64-bit float.
+    Double,
+    /// 64-bit signed integer.
+    Bigint,
+    /// UTF-8 text.
+    Varchar,
+    /// true / false.
+    Boolean,
+    /// A point in time, stored in nanoseconds since the epoch.
+    Timestamp,
+    /// Several named values in one record.
+    Multi,
+}
+
+impl MeasureType {
+    /// The wire name (`DOUBLE`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Double => "DOUBLE",
+            Self::Bigint => "BIGINT",
+            Self::Varchar => "VARCHAR",
+            Self::Boolean => "BOOLEAN",
+            Self::Timestamp => "TIMESTAMP",
+            Self::Multi => "MULTI",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "DOUBLE" => Self::Double,
+            "BIGINT" => Self::Bigint,
+            "VARCHAR" => Self::Varchar,
+            "BOOLEAN" => Self::Boolean,
+            "TIMESTAMP" => Self::Timestamp,
+            "MULTI" => Self::Multi,
+            _ => return None,
+        })
+    }
+}
+
+/// The unit of a record's `Time` (`TimeUnit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeUnit {
+    /// Milliseconds since the epoch (the default).
+    #[default]
+    Milliseconds,
+    /// Seconds since the epoch.
+    Seconds,
+    /// Microseconds since the epoch.
+    Microseconds,
+    /// Nanoseconds since the epoch.
+    Nanoseconds,
+}
+
+impl TimeUnit {
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "MILLISECONDS" => Self::Milliseconds,
+            "SECONDS" => Self::Seconds,
+            "MICROSECONDS" => Self::Microseconds,
+            "NANOSECONDS" => Self::Nanoseconds,
+            _ => return None,
+        })
+    }
+
+    /// Nanoseconds per unit.
+    pub fn ns(self) -> i64 {
+        match self {
+            Self::Seconds => 1_000_000_000,
+            Self::Milliseconds => 1_000_000,
+            Self::Microseconds => 1_000,
+            Self::Nanoseconds => 1,
+        }
+    }
+}
+
+/// A typed measure value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// DOUBLE.
+    Double(f64),
+    /// BIGINT.
+    Bigint(i64),
+    /// VARCHAR.
+    Varchar(String),
+    /// BOOLEAN.
+    Boolean(bool),
+    /// TIMESTAMP, nanoseconds since the epoch.
+    Timestamp(i64),
+}
+
+impl Value {
+    /// This value's type.
+    pub fn kind(&self) -> MeasureType {
+        match self {
+            Self::Double(_) => MeasureType::Double,
+            Self::Bigint(_) => MeasureType::Bigint,
+            Self::Varchar(_) => MeasureType::Varchar,
+            Self::Boolean(_) => MeasureType::Boolean,
+            Self::Timestamp(_) => MeasureType::Timestamp,
+        }
+    }
+
+    /// Same content: doubles compare by bit pattern, so `-0.0` differs from `0.0`.
+    pub fn same_as(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Double(a), Self::Double(b)) => a.to_bits() == b.to_bits(),
+            _ => self == other,
+        }
+    }
+
+    /// The value as Timestream prints it in query results and as it arrives on the wire.
+    pub fn to_wire(&self) -> String {
+        match self {
+            Self::Double(v) => format!("{v}"),
+            Self::Bigint(v) => v.to_string(),
+            Self::Varchar(v) => v.clone(),
+            Self::Boolean(v) => v.to_string(),
+            Self::Timestamp(v) => v.to_string(),
+        }
+    }
+}
+
+/// One dimension as it arrives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dimension {
+    /// Dimension name.
+    pub name: String,
+    /// Dimension value (always VARCHAR).
+    pub value: String,
+}
+
+/// One named value of a multi-measure record, as it arrives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MeasureValue {
+    /// Attribute name.
+    pub name: String,
+    /// The value as a string.
+    pub value: String,
+    /// Its type name (`DOUBLE`, …); required.
+    pub kind: String,
+}
+
+/// A record as it arrives in WriteRecords (every field optional, as on the wire, so that
+/// `CommonAttributes` can fill the gaps).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Record {
+    /// Dimensions.
+    pub dimensions: Vec<Dimension>,
+    /// Measure name.
+    pub measure_name: Option<String>,
+    /// Single value (for non-MULTI records).
+    pub measure_value: Option<String>,
+    /// Type name of the value (`DOUBLE`, …, `MULTI`).
+    pub measure_value_type: Option<String>,
+    /// Values of a MULTI record.
+    pub measure_values: Vec<MeasureValue>,
+    /// Time as an integer string in `time_unit`.
+    pub time: Option<String>,
+    /// Unit name of `time` (`MILLISECONDS` default).
+    pub time_unit: Option<String>,
+    /// Version (default 1).
+    pub version: Option<i64>,
+}
+
+/// The measures of a parsed record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measures {
+    /// One value; its name is the record's measure name.
+    Single(Value),
+    /// Named values, in the order written.
+    Multi(Vec<(String, Value)>),
+}
+
+impl Measures {
+    /// Same content (order of multi values does not matter).
+    pub fn same_as(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Single(a), Self::Single(b)) => a.same_as(b),
+            (Self::Multi(a), Self::Multi(b)) => {
+                a.len() == b.len()
+                    && a.iter().all(|(n, v)| {
+                        b.iter().any(|(m, w)| m == n && v.same_as(w))
+                    })
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A record after validation: what is stored and what is read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Dimensions sorted in the table's dimension order.
+    pub dimensions: Vec<(String, String)>,
+    /// Measure name.
+    pub measure_name: String,
+    /// Nanoseconds since the epoch.
+    pub time_ns: i64,
+    /// Version (higher wins).
+    pub version: i64,
+    /// The value or values.
+    pub measures: Measures,
+}
+
+/// One rejected record of a WriteRecords request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedRecord {
+    /// Index of the record in the request.
+    pub index: usize,
+    /// Why.
+    pub reason: String,
+    /// The stored version when the rejection is a version conflict.
+    pub existing_version: Option<i64>,
+}
+
+/// What a WriteRecords request ingested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ingested {
+    /// Records written.
+    pub total: u64,
+    /// Of which within the memory-store window.
+    pub memory_store: u64,
+    /// Of which older (magnetic-store writes).
+    pub magnetic_store: u64,
+}
+
+/// Retention of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Hours a record stays in the memory store; writes older than this are rejected
+    /// unless magnetic-store writes are enabled.
+    pub memory_hours: i64,
+    /// Days a record is kept at all; older records are collected.
+    pub magnetic_days: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            memory_hours: crate::limits::DEFAULT_MEMORY_RETENTION_HOURS,
+            magnetic_days: crate::limits::DEFAULT_MAGNETIC_RETENTION_DAYS,
+        }
+    }
+}
+
+impl Retention {
+    /// Nanoseconds of the memory-store window.
+    pub fn memory_ns(&self) -> i64 {
+        self.memory_hours.saturating_mul(3_600_000_000_000)
+    }
+
+    /// Nanoseconds a record is kept.
+    pub fn keep_ns(&self) -> i64 {
+        self.magnetic_days
+            .saturating_mul(86_400_000_000_000)
+            .max(self.memory_ns())
+    }
+}
+
+/// Magnetic-store write settings of a table.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MagneticWrites {
+    /// Accept records older than the memory-store window.
+    pub enabled: bool,
+    /// Where rejected reports go on AWS (an S3 location); kept and echoed, not used.
+    #[serde(default)]
+    pub rejected_report_location: Option<serde_json::Value>,
+}
+
+/// A database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseInfo {
+    /// Name.
+    pub name: String,
+    /// KMS key id (echoed; data is not encrypted differently).
+    pub kms_key_id: String,
+    /// Creation time, ms since the epoch.
+    pub created_ms: i64,
+    /// Last update, ms since the epoch.
+    pub updated_ms: i64,
+    /// Tables in it (filled on read).
+    #[serde(skip)]
+    pub table_count: usize,
+}

@@ -1,0 +1,272 @@
+//! Reading points back, whatever the pattern: a [`Selection`] (measure name, dimension
+//! equalities, time range, attributes) becomes key ranges, a filter and a post-check.
+//!
+//! 1. Ranges: each selected measure name (or every one in the schema) with the values
+//!    of the leading dimensions given is one or two key prefixes
+//!    ([`crate::keys::selection_prefixes`]); when every dimension of the table is given
+//!    the series is pinned and the time range narrows the key range itself.
+//! 2. Filter: the time range as a cell-timestamp range (every pattern stamps cells
+//!    with the point's millisecond), plus the selected attributes as column ranges
+//!    where attributes are columns.
+//! 3. Each row decodes into points ([`crate::rows::decode_row`]), checked exactly
+//!    against the selection (dimension values, nanosecond time bounds).
+
+use std::ops::{Bound, ControlFlow};
+
+use almanac_engine::filter::RowFilter;
+use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
+use almanac_engine::ReadRequest;
+
+use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
+use crate::codec::encode_named_value;
+use crate::error::Result;
+use crate::keys::{self, selection_prefixes};
+use crate::layout::Pattern;
+use crate::model::{Measures, Point, Value};
+use crate::rows::{cell_ts_us, decode_row};
+use crate::store::WideColumnStore;
+
+/// Which points to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection {
+    /// Only this measure name.
+    pub measure_name: Option<String>,
+    /// Only points with these dimension values.
+    pub dimensions: Vec<(String, String)>,
+    /// Inclusive lower time bound, ns.
+    pub start_ns: i64,
+    /// Exclusive upper time bound, ns.
+    pub end_ns: i64,
+    /// Only these attributes of multi-measure records (others are dropped; a record
+    /// with none of them is skipped).
+    pub attributes: Option<Vec<String>>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Self {
+            measure_name: None,
+            dimensions: Vec::new(),
+            start_ns: 0,
+            end_ns: i64::MAX,
+            attributes: None,
+        }
+    }
+}
+
+/// Counters of one read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Rows read from the store.
+    pub rows: u64,
+    /// Cells read from the store.
+    pub cells: u64,
+    /// Points returned.
+    pub points: u64,
+}
+
+fn range_of(start: Vec<u8>, end: Option<Vec<u8>>) -> RowRange {
+    RowRange {
+        start: Bound::Included(start),
+        end: end.map_or(Bound::Unbounded, Bound::Excluded),
+    }
+}
+
+/// Step 1: the key ranges of a selection.
+pub fn key_ranges(meta: &TableMeta, sel: &Selection) -> RowSet {
+    let schema = &meta.schema;
+    let leading: Vec<&str> = schema
+        .dimensions
+        .iter()
+        .map_while(|d| sel.dimensions.iter().find(|(n, _)| n == d).map(|(_, v)| v.as_str()))
+        .collect();
+    if leading.is_empty() && sel.measure_name.is_none() {
+        return RowSet::all();
+    }
+    let measures: Vec<&str> = match &sel.measure_name {
+        Some(m) => vec![m.as_str()],
+        None => schema.measures.keys().map(String::as_str).collect(),
+    };
+    let pinned = leading.len() == schema.dimensions.len();
+    let mut ranges = Vec::new();
+    for m in measures {
+        let [more, exact] = selection_prefixes(m, &leading);
+        if !pinned {
+            ranges.push(RowRange::prefix(&more));
+        }
+        if pinned && (sel.start_ns > 0 || sel.end_ns < i64::MAX) {
+            ranges.push(time_range(meta, &exact, sel));
+        } else {
+            ranges.push(RowRange::prefix(&exact));
+        }
+    }
+    RowSet { keys: Vec::new(), ranges }
+}
+
+/// The rows of one series between the selection's times.
+fn time_range(meta: &TableMeta, series: &[u8], sel: &Selection) -> RowRange {
+    let layout = &meta.layout;
+    let comp = |ns: i64| -> String {
+        if layout.pattern.is_bucketed() {
+            let secs = ns.div_euclid(1_000_000_000);
+            keys::bucket_component(secs - secs.rem_euclid(layout.bucket_secs), layout.reverse_time)
+        } else {
+            keys::time_component(ns, layout.reverse_time)
+        }
+    };
+    let last = sel.end_ns.saturating_sub(1).max(sel.start_ns);
+    let (lo, hi) = if layout.reverse_time { (last, sel.start_ns) } else { (sel.start_ns, last) };
+    let mut start = series.to_vec();
+    start.extend_from_slice(comp(lo).as_bytes());
+    let mut end = series.to_vec();
+    end.extend_from_slice(comp(hi).as_bytes());
+    range_of(start, prefix_successor(&end))
+}
+
+/// Step 2: the filter of a selection.
+pub fn filter(meta: &TableMeta, sel: &Selection) -> Option<RowFilter> {
+    let mut chain = Vec::new();
+    if sel.start_ns > 0 || sel.end_ns < i64::MAX {
+        chain.push(RowFilter::TimestampRange {
+            start_us: cell_ts_us(sel.start_ns),
+            end_us: (sel.end_ns < i64::MAX).then(|| cell_ts_us(sel.end_ns.saturating_sub(1)) + 1000),
+        });
+    }
+    if let Some(attrs) = &sel.attributes
+        && meta.layout.pattern != Pattern::RowSerialized
+    {
+        let mut any: Vec<RowFilter> = vec![RowFilter::FamilyNameRegex(META_FAMILY.into())];
+        for a in attrs {
+            let (start, end) = if meta.layout.pattern == Pattern::BucketColumns {
+                let p = encode_named_value(a, &Value::Varchar(String::new()));
+                let end = prefix_successor(&p);
+                (Bound::Included(p), end.map_or(Bound::Unbounded, Bound::Excluded))
+            } else {
+                (Bound::Included(a.as_bytes().to_vec()), Bound::Included(a.as_bytes().to_vec()))
+            };
+            any.push(RowFilter::ColumnRange { family: MEASURE_FAMILY.into(), start, end });
+        }
+        chain.push(RowFilter::Interleave(any));
+    }
+    match chain.len() {
+        0 => None,
+        1 => chain.pop(),
+        _ => Some(RowFilter::Chain(chain)),
+    }
+}
+
+/// Step 3: whether a decoded point is selected; trims unselected attributes.
+fn keep(sel: &Selection, mut p: Point) -> Option<Point> {
+    if p.time_ns < sel.start_ns || p.time_ns >= sel.end_ns {
+        return None;
+    }
+    if sel.measure_name.as_ref().is_some_and(|m| *m != p.measure_name) {
+        return None;
+    }
+    if !sel.dimensions.iter().all(|(n, v)| p.dimensions.iter().any(|(pn, pv)| pn == n && pv == v)) {
+        return None;
+    }
+    if let (Some(attrs), Measures::Multi(vs)) = (&sel.attributes, &mut p.measures) {
+        vs.retain(|(n, _)| attrs.contains(n));
+        if vs.is_empty() {
+            return None;
+        }
+    }
+    Some(p)
+}
+
+/// Reads the selected points, row by row in key order, passing each to `visit`.
+pub fn scan<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+) -> Result<ScanStats> {
+    let req = ReadRequest { rows: key_ranges(meta, sel), filter: filter(meta, sel), ..ReadRequest::default() };
+    let mut stats = ScanStats::default();
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        stats.rows += 1;
+        stats.cells += row.cells.len() as u64;
+        let points = match decode_row(meta, &row) {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        };
+        for p in points {
+            if let Some(p) = keep(sel, p) {
+                stats.points += 1;
+                visit(p)?;
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(stats),
+    }
+}
+
+/// The newest selected point of every series: two short reads per series (find the
+/// next series, read its newest row) instead of a scan of every point.
+pub fn latest<S: WideColumnStore>(store: &S, meta: &TableMeta, sel: &Selection) -> Result<(Vec<Point>, ScanStats)> {
+    let mut out = Vec::new();
+    let mut stats = ScanStats::default();
+    let filter = filter(meta, sel);
+    let ranges = key_ranges(meta, sel).normalized();
+    for range in ranges {
+        let mut cursor = range.start.clone();
+        loop {
+            let probe = ReadRequest {
+                rows: RowSet { keys: Vec::new(), ranges: vec![RowRange { start: cursor.clone(), end: range.end.clone() }] },
+                filter: filter.clone(),
+                limit: Some(1),
+                reversed: false,
+            };
+            let mut first = None;
+            store.read_rows(&meta.store_table, probe, &mut |row| {
+                first = Some(row);
+                ControlFlow::Break(())
+            })?;
+            let Some(row) = first else { break };
+            stats.rows += 1;
+            let parts = keys::decode(&row.key, meta.layout.pattern.is_bucketed(), meta.layout.reverse_time)?;
+            let series = row.key[..parts.series_len].to_vec();
+            let newest = if meta.layout.reverse_time {
+                Some(row)
+            } else {
+                let mut newest = None;
+                let req = ReadRequest {
+                    rows: RowSet { keys: Vec::new(), ranges: vec![RowRange::prefix(&series)] },
+                    filter: filter.clone(),
+                    limit: Some(1),
+                    reversed: true,
+                };
+                store.read_rows(&meta.store_table, req, &mut |row| {
+                    newest = Some(row);
+                    ControlFlow::Break(())
+                })?;
+                stats.rows += 1;
+                newest
+            };
+            if let Some(row) = newest {
+                stats.cells += row.cells.len() as u64;
+                let best = decode_row(meta, &row)?
+                    .into_iter()
+                    .filter_map(|p| keep(sel, p))
+                    .max_by_key(|p| p.time_ns);
+                if let Some(p) = best {
+                    stats.points += 1;
+                    out.push(p);
+                }
+            }
+            match prefix_successor(&series) {
+                Some(next) => cursor = Bound::Included(next),
+                None => break,
+            }
+        }
+    }
+    Ok((out, stats))
+}

@@ -1,0 +1,234 @@
+//! How a point becomes cells of a row, and how a row becomes points again, for each of
+//! the four patterns. Row keys come from [`crate::keys`]; value bytes from
+//! [`crate::codec`]. Every cell's timestamp is the point's time truncated to the
+//! millisecond (Bigtable's granularity), so GC by age enforces retention and a
+//! timestamp-range filter selects time in every pattern.
+//!
+//! | pattern | row | family `m` cells | value |
+//! |---|---|---|---|
+//! | bucket-columns | series + bucket | qualifier = value (multi: `len name value`) | empty |
+//! | bucket-cells | series + bucket | qualifier = measure (multi: attribute) | typed value |
+//! | row-serialized | series + time | `m:p` | protobuf [`crate::codec::PointProto`] with version |
+//! | row-columns | series + time | qualifier = measure (multi: attribute) | typed value |
+//!
+//! Family `x` holds `x:v` (version) and, in bucketed rows, `x:n` (nanoseconds below
+//! the millisecond) at the point's timestamp, only when they differ from 1 and 0.
+
+use std::collections::BTreeMap;
+
+use almanac_engine::Row;
+use almanac_engine::mutation::Mutation;
+
+use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
+use crate::codec::{
+    decode_meta, decode_point, decode_value, encode_meta, encode_named_value, encode_point,
+    encode_value, split_named_value,
+};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::layout::{Layout, Pattern};
+use crate::model::{MeasureType, Measures, Point, Value};
+use crate::schema::Schema;
+
+/// Qualifier of the serialized pattern's cell.
+pub const BLOB_QUALIFIER: &[u8] = b"p";
+/// Qualifier of a non-default version.
+pub const VERSION_QUALIFIER: &[u8] = b"v";
+/// Qualifier of nanoseconds below the millisecond.
+pub const NANOS_QUALIFIER: &[u8] = b"n";
+const NS_PER_MS: i64 = 1_000_000;
+
+/// The cell timestamp (µs, whole milliseconds) of a time in ns.
+pub fn cell_ts_us(time_ns: i64) -> i64 {
+    time_ns.div_euclid(NS_PER_MS) * 1000
+}
+
+/// Where a point lives: its row, the length of the series prefix in it, and its slot in
+/// the row (the cell timestamp for bucketed rows; 0 for one-point rows).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Place {
+    /// Row key.
+    pub row: Vec<u8>,
+    /// Bytes of the series prefix at the start of `row`.
+    pub series_len: usize,
+    /// Slot within the row.
+    pub slot: i64,
+}
+
+/// The series prefix of a point under `schema` (its dimensions must be in the schema).
+pub fn series_of(schema: &Schema, p: &Point) -> Vec<u8> {
+    let mut dims: Vec<Option<&str>> = vec![None; schema.dimensions.len()];
+    for (name, value) in &p.dimensions {
+        if let Some(i) = schema.dimension_index(name) {
+            dims[i] = Some(value);
+        }
+    }
+    keys::series_prefix(&p.measure_name, &dims)
+}
+
+/// The place of a point.
+pub fn place(meta: &TableMeta, p: &Point) -> Place {
+    let mut row = series_of(&meta.schema, p);
+    let series_len = row.len();
+    let layout = &meta.layout;
+    let slot = if layout.pattern.is_bucketed() {
+        let secs = p.time_ns.div_euclid(1_000_000_000);
+        let start = secs - secs.rem_euclid(layout.bucket_secs);
+        row.extend_from_slice(keys::bucket_component(start, layout.reverse_time).as_bytes());
+        cell_ts_us(p.time_ns)
+    } else {
+        row.extend_from_slice(keys::time_component(p.time_ns, layout.reverse_time).as_bytes());
+        0
+    };
+    Place { row, series_len, slot }
+}
+
+fn set(family: &str, qualifier: Vec<u8>, ts: i64, value: Vec<u8>) -> Mutation {
+    Mutation::SetCell { family: family.into(), qualifier, timestamp_us: ts, value }
+}
+
+fn value_bytes(v: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8);
+    encode_value(v, &mut out);
+    out
+}
+
+/// Column qualifiers of a point's measures in family `m`.
+fn measure_columns(pattern: Pattern, p: &Point) -> Vec<(Vec<u8>, Vec<u8>)> {
+    match (pattern, &p.measures) {
+        (Pattern::BucketColumns, Measures::Single(v)) => vec![(value_bytes(v), Vec::new())],
+        (Pattern::BucketColumns, Measures::Multi(vs)) => {
+            vs.iter().map(|(n, v)| (encode_named_value(n, v), Vec::new())).collect()
+        }
+        (Pattern::RowSerialized, m) => vec![(BLOB_QUALIFIER.to_vec(), encode_point(p.version, m))],
+        (_, Measures::Single(v)) => vec![(p.measure_name.as_bytes().to_vec(), value_bytes(v))],
+        (_, Measures::Multi(vs)) => vs.iter().map(|(n, v)| (n.as_bytes().to_vec(), value_bytes(v))).collect(),
+    }
+}
+
+/// Appends the mutations that write `p`.
+pub fn write_point(layout: &Layout, p: &Point, out: &mut Vec<Mutation>) {
+    let ts = cell_ts_us(p.time_ns);
+    for (q, v) in measure_columns(layout.pattern, p) {
+        out.push(set(MEASURE_FAMILY, q, ts, v));
+    }
+    if p.version != 1 && layout.pattern != Pattern::RowSerialized {
+        out.push(set(META_FAMILY, VERSION_QUALIFIER.to_vec(), ts, encode_meta(p.version)));
+    }
+    let nanos = p.time_ns.rem_euclid(NS_PER_MS);
+    if nanos != 0 && layout.pattern.is_bucketed() {
+        out.push(set(META_FAMILY, NANOS_QUALIFIER.to_vec(), ts, encode_meta(nanos)));
+    }
+}
+
+/// Appends the mutations that remove a stored point (before an upsert writes its
+/// replacement).
+pub fn erase_point(layout: &Layout, p: &Point, out: &mut Vec<Mutation>) {
+    if !layout.pattern.is_bucketed() {
+        out.push(Mutation::DeleteFromRow);
+        return;
+    }
+    let ts = cell_ts_us(p.time_ns);
+    let column = |family: &str, qualifier: Vec<u8>| Mutation::DeleteFromColumn {
+        family: family.into(),
+        qualifier,
+        start_us: ts,
+        end_us: Some(ts + 1000),
+    };
+    for (q, _) in measure_columns(layout.pattern, p) {
+        out.push(column(MEASURE_FAMILY, q));
+    }
+    out.push(column(META_FAMILY, VERSION_QUALIFIER.to_vec()));
+    out.push(column(META_FAMILY, NANOS_QUALIFIER.to_vec()));
+}
+
+/// A point being put together from the cells of one slot.
+#[derive(Default)]
+struct Partial {
+    single: Option<Value>,
+    multi: Vec<(String, Value)>,
+    version: Option<i64>,
+    nanos: i64,
+}
+
+/// Decodes every point stored in a row.
+pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
+    let layout = &meta.layout;
+    let bucketed = layout.pattern.is_bucketed();
+    let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
+    let schema = &meta.schema;
+    if parts.dims.len() > schema.dimensions.len() {
+        return Err(Error::Corrupt(format!(
+            "row key has {} dimensions; the table has {}",
+            parts.dims.len(),
+            schema.dimensions.len()
+        )));
+    }
+    let kind = schema.measures.get(&parts.measure).copied().ok_or_else(|| {
+        Error::Corrupt(format!("measure '{}' is not in the table's schema", parts.measure))
+    })?;
+    let multi = kind == MeasureType::Multi;
+    let attr_type = |name: &str| {
+        schema.attributes.get(name).copied().ok_or_else(|| {
+            Error::Corrupt(format!("measure '{name}' is not in the table's schema"))
+        })
+    };
+    let mut slots: BTreeMap<i64, Partial> = BTreeMap::new();
+    for c in &row.cells {
+        let slot = if bucketed { c.timestamp_us } else { 0 };
+        let part = slots.entry(slot).or_default();
+        let q: &[u8] = &c.qualifier;
+        if &*c.family == META_FAMILY {
+            match q {
+                VERSION_QUALIFIER => part.version = Some(decode_meta(&c.value)?),
+                NANOS_QUALIFIER => part.nanos = decode_meta(&c.value)?,
+                _ => {}
+            }
+            continue;
+        }
+        match layout.pattern {
+            Pattern::RowSerialized => {
+                let (version, measures) = decode_point(&c.value, multi)?;
+                part.version = Some(version);
+                match measures {
+                    Measures::Single(v) => part.single = Some(v),
+                    Measures::Multi(vs) => part.multi = vs,
+                }
+            }
+            Pattern::BucketColumns if multi => {
+                let (name, bytes) = split_named_value(q)?;
+                part.multi.push((name.to_string(), decode_value(bytes, attr_type(name)?)?));
+            }
+            Pattern::BucketColumns => part.single = Some(decode_value(q, kind)?),
+            _ if multi => {
+                let name = std::str::from_utf8(q)
+                    .map_err(|_| Error::Corrupt("measure qualifier is not UTF-8".into()))?;
+                part.multi.push((name.to_string(), decode_value(&c.value, attr_type(name)?)?));
+            }
+            _ => part.single = Some(decode_value(&c.value, kind)?),
+        }
+    }
+    let dimensions: Vec<(String, String)> = parts
+        .dims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.as_ref().map(|v| (schema.dimensions[i].clone(), v.clone())))
+        .collect();
+    let mut out = Vec::with_capacity(slots.len());
+    for (slot, part) in slots {
+        let measures = match (multi, part.single) {
+            (false, Some(v)) => Measures::Single(v),
+            (true, _) if !part.multi.is_empty() => Measures::Multi(part.multi),
+            _ => continue, // metadata without a value: a half-collected point
+        };
+        let time_ns = if bucketed { slot * 1000 + part.nanos } else { parts.time };
+        out.push(Point {
+            dimensions: dimensions.clone(),
+            measure_name: parts.measure.clone(),
+            time_ns,
+            version: part.version.unwrap_or(1),
+            measures,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,113 @@
+//! The narrow slice of a Bigtable that the time-series layer needs, as a trait shaped by
+//! the Bigtable Data and Table Admin APIs (so a remote implementation over gRPC is a
+//! direct translation): tables with families and GC rules, row-atomic batched
+//! mutations with per-row results, and reads of row sets with a filter.
+//!
+//! [`EmbeddedStore`] implements it on the in-process engine.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use almanac_engine::schema::{FamilyChange, FamilySpec, GcRule, Granularity, TableSpec};
+use almanac_engine::{Engine, ReadRequest, Row, RowMutations};
+
+/// Result of store calls: the engine's error type, which a remote store maps gRPC
+/// statuses onto.
+pub type StoreResult<T> = almanac_engine::Result<T>;
+
+/// What the time-series layer needs of a Bigtable.
+pub trait WideColumnStore: Send + Sync + 'static {
+    /// CreateTable with these families (name, GC rule); millisecond granularity.
+    fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()>;
+    /// DeleteTable.
+    fn delete_table(&self, table: &str) -> StoreResult<()>;
+    /// Whether the table exists (GetTable).
+    fn table_exists(&self, table: &str) -> StoreResult<bool>;
+    /// ModifyColumnFamilies: replace a family's GC rule.
+    fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()>;
+    /// MutateRows: each entry applies atomically; one result per entry.
+    fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>>;
+    /// ReadRows: rows in key order (or reversed), each passed to `visit` until it
+    /// returns `Break`.
+    fn read_rows(
+        &self,
+        table: &str,
+        req: ReadRequest,
+        visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
+    ) -> StoreResult<()>;
+}
+
+/// The embedded engine as a [`WideColumnStore`], with every table in one instance.
+#[derive(Debug, Clone)]
+pub struct EmbeddedStore {
+    engine: Arc<Engine>,
+    instance: String,
+}
+
+impl EmbeddedStore {
+    /// Tables live in `instance` (e.g. `projects/almanac/instances/timestream`).
+    pub fn new(engine: Arc<Engine>, instance: impl Into<String>) -> Self {
+        Self { engine, instance: instance.into() }
+    }
+
+    /// The engine below.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The instance the tables live in.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+}
+
+impl WideColumnStore for EmbeddedStore {
+    fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()> {
+        let spec = TableSpec {
+            families: families
+                .iter()
+                .map(|(name, rule)| {
+                    (name.to_string(), FamilySpec { gc_rule: rule.clone(), ..FamilySpec::default() })
+                })
+                .collect(),
+            granularity: Granularity::Millis,
+        };
+        self.engine.create_table(&self.instance, table, spec).map(drop)
+    }
+
+    fn delete_table(&self, table: &str) -> StoreResult<()> {
+        self.engine.delete_table(&self.instance, table)
+    }
+
+    fn table_exists(&self, table: &str) -> StoreResult<bool> {
+        match self.engine.get_table(&self.instance, table) {
+            Ok(_) => Ok(true),
+            Err(almanac_engine::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
+        self.engine
+            .modify_families(&self.instance, table, &[FamilyChange::Update(family.to_string(), rule)])
+            .map(drop)
+    }
+
+    fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {
+        self.engine.mutate_rows(&self.instance, table, rows)
+    }
+
+    fn read_rows(
+        &self,
+        table: &str,
+        req: ReadRequest,
+        visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
+    ) -> StoreResult<()> {
+        for row in self.engine.read_rows(&self.instance, table, req)? {
+            if visit(row?).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,306 @@
+//! Per-record checks of WriteRecords: the record's own shape, names and values, with
+//! the reason a rejected record gets. Schema (types) and retention are checked by the
+//! write path, which knows the table.
+
+use crate::limits::{
+    MAX_DIMENSION_NAME_BYTES, MAX_DIMENSION_PAIR_BYTES, MAX_MEASURE_NAME_BYTES,
+    MAX_MEASURES_PER_RECORD, MAX_RESOURCE_NAME_LEN, MAX_VARCHAR_BYTES, MIN_RESOURCE_NAME_LEN,
+    RESERVED_NAMES, RESERVED_PREFIXES,
+};
+use crate::error::{Error, Result};
+use crate::model::{MeasureType, Measures, Record, TimeUnit, Value};
+
+/// A record that passed the per-record checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// Dimensions as given (names unique).
+    pub dimensions: Vec<(String, String)>,
+    /// Measure name.
+    pub measure_name: String,
+    /// Values.
+    pub measures: Measures,
+    /// Time in nanoseconds since the epoch.
+    pub time_ns: i64,
+    /// Version.
+    pub version: i64,
+}
+
+/// The record with `CommonAttributes` filled in: the record's own fields win, and the
+/// common dimensions come first.
+pub fn merge(common: Option<&Record>, rec: &Record) -> Record {
+    let Some(c) = common else { return rec.clone() };
+    let mut out = rec.clone();
+    if !c.dimensions.is_empty() {
+        out.dimensions = c.dimensions.iter().chain(&rec.dimensions).cloned().collect();
+    }
+    out.measure_name = rec.measure_name.clone().or_else(|| c.measure_name.clone());
+    out.measure_value = rec.measure_value.clone().or_else(|| c.measure_value.clone());
+    out.measure_value_type = rec.measure_value_type.clone().or_else(|| c.measure_value_type.clone());
+    if rec.measure_values.is_empty() {
+        out.measure_values = c.measure_values.clone();
+    }
+    out.time = rec.time.clone().or_else(|| c.time.clone());
+    out.time_unit = rec.time_unit.clone().or_else(|| c.time_unit.clone());
+    out.version = rec.version.or(c.version);
+    out
+}
+
+/// Checks a database or table name (3–256 characters of `[a-zA-Z0-9_.-]`).
+pub fn resource_name(kind: &str, name: &str) -> Result<()> {
+    let len = name.chars().count();
+    if !(MIN_RESOURCE_NAME_LEN..=MAX_RESOURCE_NAME_LEN).contains(&len) {
+        return Err(Error::invalid(format!(
+            "{kind} name '{name}' must be between {MIN_RESOURCE_NAME_LEN} and \
+             {MAX_RESOURCE_NAME_LEN} characters long."
+        )));
+    }
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+        return Err(Error::invalid(format!(
+            "{kind} name '{name}' may only contain letters, digits, '_', '.' and '-'."
+        )));
+    }
+    Ok(())
+}
+
+fn reserved(what: &str, name: &str) -> Result<(), String> {
+    if RESERVED_NAMES.contains(&name) {
+        return Err(format!("{what} '{name}' is a reserved name."));
+    }
+    if let Some(p) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
+        return Err(format!("{what} '{name}' starts with the reserved prefix '{p}'."));
+    }
+    if name.is_empty() {
+        return Err(format!("{what} must not be empty."));
+    }
+    Ok(())
+}
+
+/// Parses a value of a declared type.
+pub fn parse_value(kind: MeasureType, text: &str, unit: TimeUnit) -> Result<Value, String> {
+    let bad = || format!("Measure value '{text}' is not a valid {}.", kind.as_str());
+    Ok(match kind {
+        MeasureType::Double => {
+            let v: f64 = text.trim().parse().map_err(|_| bad())?;
+            if !v.is_finite() {
+                return Err(bad());
+            }
+            Value::Double(v)
+        }
+        MeasureType::Bigint => Value::Bigint(text.trim().parse().map_err(|_| bad())?),
+        MeasureType::Boolean => Value::Boolean(match text.trim().to_ascii_lowercase().as_str() {
+            "true" => true,
+            "false" => false,
+            _ => return Err(bad()),
+        }),
+        MeasureType::Varchar => {
+            if text.len() > MAX_VARCHAR_BYTES {
+                return Err(format!(
+                    "VARCHAR measure value of {} bytes exceeds the limit of {MAX_VARCHAR_BYTES} bytes.",
+                    text.len()
+                ));
+            }
+            Value::Varchar(text.to_string())
+        }
+        MeasureType::Timestamp => {
+            let n: i64 = text.trim().parse().map_err(|_| bad())?;
+            Value::Timestamp(n.checked_mul(unit.ns()).filter(|v| *v >= 0).ok_or_else(bad)?)
+        }
+        MeasureType::Multi => return Err("MULTI is not the type of a single value.".into()),
+    })
+}
+
+/// Checks one merged record; `Err` is the rejection reason.
+pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
+    let mut dimensions: Vec<(String, String)> = Vec::with_capacity(rec.dimensions.len());
+    for d in &rec.dimensions {
+        reserved("Dimension name", &d.name)?;
+        if d.name.len() > MAX_DIMENSION_NAME_BYTES {
+            return Err(format!(
+                "Dimension name '{}' is {} bytes; the limit is {MAX_DIMENSION_NAME_BYTES}.",
+                d.name,
+                d.name.len()
+            ));
+        }
+        if d.value.is_empty() {
+            return Err(format!("Dimension '{}' has an empty value.", d.name));
+        }
+        if d.name.len() + d.value.len() > MAX_DIMENSION_PAIR_BYTES {
+            return Err(format!(
+                "Dimension '{}' name and value are {} bytes; the limit is {MAX_DIMENSION_PAIR_BYTES}.",
+                d.name,
+                d.name.len() + d.value.len()
+            ));
+        }
+        if dimensions.iter().any(|(n, _)| *n == d.name) {
+            return Err(format!("Dimension '{}' appears more than once.", d.name));
+        }
+        dimensions.push((d.name.clone(), d.value.clone()));
+    }
+    let measure_name = rec.measure_name.clone().ok_or("The record has no MeasureName.")?;
+    reserved("Measure name", &measure_name)?;
+    if measure_name.len() > MAX_MEASURE_NAME_BYTES {
+        return Err(format!(
+            "Measure name is {} bytes; the limit is {MAX_MEASURE_NAME_BYTES}.",
+            measure_name.len()
+        ));
+    }
+    if dimensions.iter().any(|(n, _)| *n == measure_name) {
+        return Err(format!("Measure name '{measure_name}' is also a dimension name."));
+    }
+    let unit = match rec.time_unit.as_deref() {
+        None => TimeUnit::default(),
+        Some(u) => TimeUnit::parse(u).ok_or_else(|| format!("Unknown TimeUnit '{u}'."))?,
+    };
+    let time_text = rec.time.as_deref().ok_or("The record has no Time.")?;
+    let time: i64 = time_text
+        .trim()
+        .parse()
+        .map_err(|_| format!("Time '{time_text}' is not an integer."))?;
+    let time_ns = time
+        .checked_mul(unit.ns())
+        .filter(|t| *t >= 0)
+        .ok_or_else(|| format!("Time '{time_text}' is out of range."))?;
+    let type_name = rec.measure_value_type.as_deref().unwrap_or("DOUBLE");
+    let kind = MeasureType::parse(type_name)
+        .ok_or_else(|| format!("Unknown MeasureValueType '{type_name}'."))?;
+    let measures = if kind == MeasureType::Multi {
+        if rec.measure_value.is_some() {
+            return Err("A MULTI record carries MeasureValues, not MeasureValue.".into());
+        }
+        if rec.measure_values.is_empty() {
+            return Err("A MULTI record needs at least one MeasureValue.".into());
+        }
+        if rec.measure_values.len() > MAX_MEASURES_PER_RECORD {
+            return Err(format!(
+                "The record has {} measure values; the limit is {MAX_MEASURES_PER_RECORD}.",
+                rec.measure_values.len()
+            ));
+        }
+        let mut values: Vec<(String, Value)> = Vec::with_capacity(rec.measure_values.len());
+        for mv in &rec.measure_values {
+            reserved("Measure", &mv.name)?;
+            if values.iter().any(|(n, _)| *n == mv.name) {
+                return Err(format!("Measure '{}' appears more than once.", mv.name));
+            }
+            if dimensions.iter().any(|(n, _)| *n == mv.name) {
+                return Err(format!("Measure '{}' is also a dimension name.", mv.name));
+            }
+            let k = MeasureType::parse(&mv.kind)
+                .filter(|k| *k != MeasureType::Multi)
+                .ok_or_else(|| format!("Measure '{}' has the unknown type '{}'.", mv.name, mv.kind))?;
+            values.push((mv.name.clone(), parse_value(k, &mv.value, unit)?));
+        }
+        Measures::Multi(values)
+    } else {
+        if !rec.measure_values.is_empty() {
+            return Err(format!("A {type_name} record carries MeasureValue, not MeasureValues."));
+        }
+        if kind == MeasureType::Timestamp {
+            return Err("TIMESTAMP values are only allowed inside MULTI records.".into());
+        }
+        let text = rec.measure_value.as_deref().ok_or("The record has no MeasureValue.")?;
+        Measures::Single(parse_value(kind, text, unit)?)
+    };
+    Ok(Parsed {
+        dimensions,
+        measure_name,
+        measures,
+        time_ns,
+        version: rec.version.unwrap_or(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Dimension, MeasureValue};
+
+    fn rec() -> Record {
+        Record {
+            dimensions: vec![Dimension { name: "host".into(), value: "h1".into() }],
+            measure_name: Some("cpu".into()),
+            measure_value: Some("1.5".into()),
+            measure_value_type: Some("DOUBLE".into()),
+            time: Some("1700000000000".into()),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn a_good_record_parses() -> Result<(), String> {
+        let p = parse_record(&rec())?;
+        assert_eq!(p.time_ns, 1_700_000_000_000_000_000);
+        assert_eq!(p.version, 1);
+        assert_eq!(p.measures, Measures::Single(Value::Double(1.5)));
+        Ok(())
+    }
+
+    #[test]
+    fn bad_records_say_why() {
+        type Edit = Box<dyn Fn(&mut Record)>;
+        let cases: Vec<(Edit, &str)> = vec![
+            (Box::new(|r| r.dimensions[0].value.clear()), "empty value"),
+            (Box::new(|r| r.dimensions[0].name = "ts_x".into()), "reserved prefix"),
+            (Box::new(|r| r.dimensions[0].name = "measure_value::x".into()), "reserved prefix"),
+            (Box::new(|r| r.dimensions[0].name = "time".into()), "reserved name"),
+            (Box::new(|r| r.dimensions[0].value = "v".repeat(2048)), "limit is 2048"),
+            (Box::new(|r| r.dimensions.push(r.dimensions[0].clone())), "more than once"),
+            (Box::new(|r| r.measure_name = None), "no MeasureName"),
+            (Box::new(|r| r.measure_value = Some("abc".into())), "not a valid DOUBLE"),
+            (Box::new(|r| r.measure_value = Some("NaN".into())), "not a valid DOUBLE"),
+            (Box::new(|r| r.time = Some("-5".into())), "out of range"),
+            (Box::new(|r| r.time = Some("x".into())), "not an integer"),
+            (Box::new(|r| r.time_unit = Some("DAYS".into())), "Unknown TimeUnit"),
+            (Box::new(|r| r.measure_value_type = Some("MULTI".into())), "MeasureValues"),
+            (Box::new(|r| r.measure_value_type = Some("TIMESTAMP".into())), "only allowed inside MULTI"),
+        ];
+        for (edit, want) in cases {
+            let mut r = rec();
+            edit(&mut r);
+            let err = parse_record(&r).err().unwrap_or_default();
+            assert!(err.contains(want), "{r:?}: {err:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn multi_records_and_common_attributes() -> Result<(), String> {
+        let common = Record {
+            dimensions: vec![Dimension { name: "region".into(), value: "eu".into() }],
+            measure_value_type: Some("MULTI".into()),
+            time_unit: Some("SECONDS".into()),
+            ..Record::default()
+        };
+        let r = Record {
+            measure_name: Some("metrics".into()),
+            measure_values: vec![
+                MeasureValue { name: "temp".into(), value: "9.5".into(), kind: "DOUBLE".into() },
+                MeasureValue { name: "seen".into(), value: "12".into(), kind: "TIMESTAMP".into() },
+                MeasureValue { name: "ok".into(), value: "TRUE".into(), kind: "BOOLEAN".into() },
+            ],
+            time: Some("1700000000".into()),
+            version: Some(3),
+            ..Record::default()
+        };
+        let p = parse_record(&merge(Some(&common), &r))?;
+        assert_eq!(p.dimensions, vec![("region".to_string(), "eu".to_string())]);
+        assert_eq!(p.time_ns, 1_700_000_000 * 1_000_000_000);
+        assert_eq!(p.version, 3);
+        assert_eq!(
+            p.measures,
+            Measures::Multi(vec![
+                ("temp".into(), Value::Double(9.5)),
+                ("seen".into(), Value::Timestamp(12_000_000_000)),
+                ("ok".into(), Value::Boolean(true)),
+            ])
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn names() {
+        assert!(resource_name("Database", "db1").is_ok());
+        assert!(resource_name("Database", "ab").is_err());
+        assert!(resource_name("Database", &"a".repeat(257)).is_err());
+        assert!(resource_name("Table", "a b c").is_err());
+    }
+}

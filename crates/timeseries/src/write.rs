@@ -1,0 +1,389 @@
+//! WriteRecords, one request:
+//!
+//! 1. Merge `CommonAttributes` into each record and check it alone
+//!    ([`crate::validate`]); check its time against the table's retention window.
+//! 2. Admit the names into the table's schema (types fixed once seen); a schema that
+//!    grows is persisted, under the table's schema lock, before any record using it.
+//! 3. Place each point in its row ([`crate::rows::place`]) and lock the stripes of the
+//!    series involved (ascending, so writers never deadlock).
+//! 4. Points newer than their series' high-water mark cannot collide with stored ones;
+//!    for the others, read the stored points of their slots in one ReadRows.
+//! 5. Resolve records in request order: no point there → write; higher version →
+//!    replace; same version and same values → accept, nothing to write; otherwise
+//!    reject with the stored version.
+//! 6. One MutateRows of every changed row (each row atomic); a row that fails rejects
+//!    its records. Raise the high-water marks; unlock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+
+use almanac_engine::filter::RowFilter;
+use almanac_engine::mutation::Mutation;
+use almanac_engine::rowset::{RowRange, RowSet};
+use almanac_engine::{ReadRequest, RowMutations};
+
+use crate::catalog::{Catalog, TableHandle, TableMeta};
+use crate::error::{Error, Result};
+use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE};
+use crate::model::{Ingested, Point, Record, RejectedRecord};
+use crate::rows::{Place, decode_row, erase_point, place, write_point};
+use crate::store::WideColumnStore;
+use crate::validate::{Parsed, merge, parse_record};
+
+/// What happened to one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Records accepted.
+    pub ingested: Ingested,
+    /// Records rejected, by index.
+    pub rejected: Vec<RejectedRecord>,
+}
+
+fn reject(out: &mut Vec<RejectedRecord>, index: usize, reason: impl Into<String>, existing: Option<i64>) {
+    out.push(RejectedRecord { index, reason: reason.into(), existing_version: existing });
+}
+
+/// RFC 3339 UTC text of a time in ns (for rejection reasons).
+pub fn rfc3339(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Whether a record's time is writable now; `Ok(true)` means it goes to the magnetic
+/// store (older than the memory-store window).
+fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, String> {
+    let end = now_ns.saturating_add(MAX_FUTURE_NS);
+    let memory_start = now_ns.saturating_sub(meta.retention.memory_ns());
+    let keep_start = now_ns.saturating_sub(meta.retention.keep_ns());
+    if time_ns >= end {
+        return Err(format!(
+            "The record timestamp is outside the time range [{}, {}) of the data ingestion window.",
+            rfc3339(memory_start),
+            rfc3339(end)
+        ));
+    }
+    if time_ns >= memory_start {
+        return Ok(false);
+    }
+    if meta.magnetic_writes.enabled && time_ns >= keep_start {
+        return Ok(true);
+    }
+    let start = if meta.magnetic_writes.enabled { keep_start } else { memory_start };
+    Err(format!(
+        "The record timestamp is outside the time range [{}, {}) of the {}.",
+        rfc3339(start),
+        rfc3339(end),
+        if meta.magnetic_writes.enabled { "retention period" } else { "memory store" }
+    ))
+}
+
+/// One slot's state while a request is resolved.
+#[derive(Default)]
+struct Slot {
+    stored: Option<Point>,
+    current: Option<Point>,
+    indexes: Vec<usize>,
+}
+
+/// The pending write of one row.
+struct RowWrite {
+    mutations: Vec<Mutation>,
+    /// Records resolved into this row.
+    indexes: Vec<usize>,
+    series_len: usize,
+    newest_ns: i64,
+}
+
+/// Writes a request's records into a table.
+pub fn write_records<S: WideColumnStore>(
+    catalog: &Catalog<S>,
+    handle: &TableHandle,
+    common: Option<&Record>,
+    records: &[Record],
+    now_ns: i64,
+) -> Result<WriteOutcome> {
+    if records.is_empty() || records.len() > MAX_RECORDS_PER_WRITE {
+        return Err(Error::invalid(format!(
+            "A WriteRecords request carries 1 to {MAX_RECORDS_PER_WRITE} records; this one has {}.",
+            records.len()
+        )));
+    }
+    let mut rejected = Vec::new();
+    // 1. Each record alone, and its time against retention.
+    let mut meta = handle.meta();
+    let mut parsed: Vec<(usize, Parsed, bool)> = Vec::with_capacity(records.len());
+    for (i, rec) in records.iter().enumerate() {
+        match parse_record(&merge(common, rec)).and_then(|p| {
+            let magnetic = check_window(&meta, p.time_ns, now_ns)?;
+            Ok((p, magnetic))
+        }) {
+            Ok((p, magnetic)) => parsed.push((i, p, magnetic)),
+            Err(reason) => reject(&mut rejected, i, reason, None),
+        }
+    }
+    // 2. Schema.
+    let admitted = admit(catalog, handle, &mut meta, parsed, &mut rejected)?;
+    // 3. Places and locks.
+    let points: Vec<(usize, Point, Place, bool)> = admitted
+        .into_iter()
+        .map(|(i, p, magnetic)| {
+            let mut dims = p.dimensions;
+            dims.sort_by_key(|(n, _)| meta.schema.dimension_index(n));
+            let point = Point {
+                dimensions: dims,
+                measure_name: p.measure_name,
+                time_ns: p.time_ns,
+                version: p.version,
+                measures: p.measures,
+            };
+            let place = place(&meta, &point);
+            (i, point, place, magnetic)
+        })
+        .collect();
+    let series = &handle.series;
+    let _guards = series.lock(points.iter().map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len])).collect());
+    // 4. Stored points that could collide.
+    let stored = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
+    // 5. Resolve in request order.
+    let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
+    let mut magnetic_of: HashMap<usize, bool> = HashMap::new();
+    for (i, p, pl, magnetic) in points {
+        let slot = slots.entry(pl.clone()).or_insert_with(|| Slot {
+            stored: stored.get(&pl).cloned(),
+            ..Slot::default()
+        });
+        match slot.current.as_ref().or(slot.stored.as_ref()) {
+            None => {}
+            Some(e) if e.time_ns != p.time_ns => {
+                reject(
+                    &mut rejected,
+                    i,
+                    format!(
+                        "The {} layout stores one point per series per millisecond; a point at \
+                         {} already holds this millisecond.",
+                        meta.layout.pattern.as_str(),
+                        e.time_ns
+                    ),
+                    Some(e.version),
+                );
+                continue;
+            }
+            Some(e) if p.version > e.version => {}
+            Some(e) if p.version == e.version && p.measures.same_as(&e.measures) => {}
+            Some(e) => {
+                let why = if p.version < e.version {
+                    format!("A record with the same dimensions, measure name and time has a higher version ({}).", e.version)
+                } else {
+                    format!(
+                        "A record with the same dimensions, measure name, time and version ({}) has a different measure value; write a higher version to update it.",
+                        e.version
+                    )
+                };
+                reject(&mut rejected, i, why, Some(e.version));
+                continue;
+            }
+        }
+        slot.current = Some(p);
+        slot.indexes.push(i);
+        magnetic_of.insert(i, magnetic);
+    }
+    // 6. Write the changed rows.
+    let mut rows: BTreeMap<&[u8], RowWrite> = BTreeMap::new();
+    for (pl, slot) in &slots {
+        let Some(cur) = &slot.current else { continue };
+        let entry = rows.entry(&pl.row).or_insert_with(|| RowWrite {
+            mutations: Vec::new(),
+            indexes: Vec::new(),
+            series_len: pl.series_len,
+            newest_ns: i64::MIN,
+        });
+        entry.indexes.extend(&slot.indexes);
+        entry.newest_ns = entry.newest_ns.max(cur.time_ns);
+        let unchanged = slot
+            .stored
+            .as_ref()
+            .is_some_and(|s| s.version == cur.version && s.measures.same_as(&cur.measures));
+        if unchanged {
+            continue;
+        }
+        if let Some(old) = &slot.stored {
+            erase_point(&meta.layout, old, &mut entry.mutations);
+        }
+        write_point(&meta.layout, cur, &mut entry.mutations);
+    }
+    let batch: Vec<RowMutations> = rows
+        .iter_mut()
+        .filter(|(_, w)| !w.mutations.is_empty())
+        .map(|(k, w)| RowMutations { key: k.to_vec(), mutations: std::mem::take(&mut w.mutations) })
+        .collect();
+    let results = catalog.store().mutate_rows(&meta.store_table, &batch)?;
+    let mut failed: HashMap<&[u8], String> = HashMap::new();
+    for (entry, r) in batch.iter().zip(results) {
+        if let Err(e) = r {
+            failed.insert(&entry.key, e.to_string());
+        }
+    }
+    let mut ingested = Ingested::default();
+    for (key, w) in &rows {
+        if let Some(why) = failed.get(key) {
+            for &i in &w.indexes {
+                reject(&mut rejected, i, why.clone(), None);
+            }
+            continue;
+        }
+        series.raise(&key[..w.series_len], w.newest_ns);
+        for i in &w.indexes {
+            ingested.total += 1;
+            if magnetic_of.get(i).copied().unwrap_or(false) {
+                ingested.magnetic_store += 1;
+            } else {
+                ingested.memory_store += 1;
+            }
+        }
+    }
+    rejected.sort_by_key(|r| r.index);
+    Ok(WriteOutcome { ingested, rejected })
+}
+
+/// Step 2: admits the records' names, growing and persisting the schema if needed.
+fn admit<S: WideColumnStore>(
+    catalog: &Catalog<S>,
+    handle: &TableHandle,
+    meta: &mut std::sync::Arc<TableMeta>,
+    parsed: Vec<(usize, Parsed, bool)>,
+    rejected: &mut Vec<RejectedRecord>,
+) -> Result<Vec<(usize, Parsed, bool)>> {
+    let run = |schema: &mut crate::schema::Schema, rejected: &mut Vec<RejectedRecord>| {
+        let mut ok = Vec::with_capacity(parsed.len());
+        let mut bad = Vec::new();
+        for (i, p, magnetic) in &parsed {
+            match schema.admit(&p.dimensions, &p.measure_name, &p.measures) {
+                Ok(()) => ok.push((*i, p.clone(), *magnetic)),
+                Err(reason) => bad.push((*i, reason)),
+            }
+        }
+        for (i, reason) in bad {
+            reject(rejected, i, reason, None);
+        }
+        ok
+    };
+    let mut schema = meta.schema.clone();
+    let mut scratch = Vec::new();
+    let ok = run(&mut schema, &mut scratch);
+    if schema == meta.schema {
+        rejected.append(&mut scratch);
+        return Ok(ok);
+    }
+    // The schema grows: redo it under the lock against the newest description.
+    let _lock = handle.schema_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let fresh = handle.meta();
+    let mut schema = fresh.schema.clone();
+    let ok = run(&mut schema, rejected);
+    if schema != fresh.schema {
+        let mut next = (*fresh).clone();
+        next.schema = schema;
+        catalog.put_table(handle, next)?;
+    }
+    *meta = handle.meta();
+    Ok(ok)
+}
+
+/// Step 4: the stored points in the slots of points at or below their series' mark.
+fn read_stored<S: WideColumnStore>(
+    store: &S,
+    handle: &TableHandle,
+    meta: &TableMeta,
+    points: &[(usize, Point, Place, bool)],
+) -> Result<HashMap<Place, Point>> {
+    let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
+    for (_, p, pl, _) in points {
+        let series = &pl.row[..pl.series_len];
+        let mark = match handle.series.mark(series) {
+            Some(m) => m,
+            None => {
+                let m = newest_in_series(store, meta, series)?;
+                handle.series.raise(series, m);
+                m
+            }
+        };
+        if p.time_ns > mark {
+            continue;
+        }
+        let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
+        r.0 = r.0.min(pl.slot);
+        r.1 = r.1.max(pl.slot);
+    }
+    let mut out = HashMap::new();
+    if rows.is_empty() {
+        return Ok(out);
+    }
+    let bucketed = meta.layout.pattern.is_bucketed();
+    let lo = rows.values().map(|r| r.0).min().unwrap_or(0);
+    let hi = rows.values().map(|r| r.1).max().unwrap_or(0);
+    let req = ReadRequest {
+        rows: RowSet { keys: rows.keys().cloned().collect(), ranges: Vec::new() },
+        filter: bucketed.then_some(RowFilter::TimestampRange { start_us: lo, end_us: Some(hi + 1000) }),
+        ..ReadRequest::default()
+    };
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        match decode_row(meta, &row) {
+            Ok(points) => {
+                for p in points {
+                    let pl = place(meta, &p);
+                    out.insert(pl, p);
+                }
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// The newest time stored in a series, as an upper bound (`i64::MIN` when empty).
+fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u8]) -> Result<i64> {
+    let req = ReadRequest {
+        rows: RowSet { keys: Vec::new(), ranges: vec![RowRange::prefix(series)] },
+        filter: None,
+        limit: Some(1),
+        reversed: !meta.layout.reverse_time,
+    };
+    let mut newest = i64::MIN;
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        match decode_row(meta, &row) {
+            Ok(points) => newest = points.iter().map(|p| p.time_ns).max().unwrap_or(newest),
+            Err(e) => failure = Some(e),
+        }
+        ControlFlow::Break(())
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(newest),
+    }
+}
