@@ -234,7 +234,11 @@ pub fn write_records<S: WideColumnStore>(
         .filter(|(_, w)| !w.mutations.is_empty())
         .map(|(k, w)| RowMutations { key: k.to_vec(), mutations: std::mem::take(&mut w.mutations) })
         .collect();
-    let results = catalog.store().mutate_rows(&meta.store_table, &batch)?;
+    let results = if batch.is_empty() {
+        Vec::new()
+    } else {
+        catalog.store().mutate_rows(&meta.store_table, &batch)?
+    };
     let mut failed: HashMap<&[u8], String> = HashMap::new();
     for (entry, r) in batch.iter().zip(results) {
         if let Err(e) = r {
