@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use almanac_engine::clock::SystemClock;
 use almanac_engine::{Durability, Engine, Options};
+use almanac_timeseries::{DEFAULT_INSTANCE, EmbeddedStore, TimeSeries};
 use anyhow::Context;
 
 /// Flags of `almanac serve`.
@@ -14,6 +18,10 @@ pub struct ServeArgs {
     /// Address of the Bigtable gRPC listener (point BIGTABLE_EMULATOR_HOST here).
     #[arg(long, default_value = "127.0.0.1:8086")]
     addr: SocketAddr,
+    /// Address of the Timestream-compatible HTTP endpoint (AWS JSON 1.0, boto3 with
+    /// `endpoint_url=http://ADDR`).
+    #[arg(long, default_value = "127.0.0.1:8087")]
+    timestream_addr: SocketAddr,
     /// Data directory (created on first run). Default: $XDG_DATA_HOME/almanac or ./almanac-data.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -41,15 +49,37 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    let store = EmbeddedStore::new(Arc::new(engine.clone()), DEFAULT_INSTANCE);
+    let ts = Arc::new(
+        TimeSeries::open(Arc::new(store), Arc::new(SystemClock))
+            .context("opening the time-series catalog")?,
+    );
     runtime.block_on(async {
         let bound = almanac_server::bind(args.addr).await?;
         let local = bound.local_addr()?;
+        let ts_listener = tokio::net::TcpListener::bind(args.timestream_addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.timestream_addr))?;
+        let ts_local = ts_listener.local_addr()?;
         eprintln!(
             "almanac: listening on {local} (Bigtable gRPC; export BIGTABLE_EMULATOR_HOST={local}), data in {}, fsync={:?}",
             dir.display(),
             args.fsync
         );
-        almanac_server::serve(engine.clone(), bound, shutdown_signal()).await?;
+        eprintln!(
+            "almanac: timestream listening on {ts_local} (timestream-write; boto3 endpoint_url=http://{ts_local}); tables in instance {DEFAULT_INSTANCE}"
+        );
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let http = tokio::spawn(almanac_server::timestream::serve(ts, ts_listener, stopped(stop_rx.clone())));
+        let grpc = almanac_server::serve(engine.clone(), bound, async move {
+            shutdown_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        grpc.await?;
+        http.await.context("timestream endpoint task")?.context("timestream endpoint")?;
         anyhow::Ok(())
     })?;
     engine.shutdown().context("flushing on shutdown")?;

@@ -21,6 +21,7 @@ pub mod data;
 pub mod instance;
 pub mod names;
 pub mod status;
+pub mod timestream;
 pub mod unimplemented;
 
 use std::future::Future;

@@ -101,7 +101,10 @@ impl TableHandle {
     }
 
     fn set_meta(&self, meta: TableMeta) {
-        let mut g = self.meta.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut g = self
+            .meta
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *g = Arc::new(meta);
     }
 }
@@ -133,7 +136,9 @@ fn corrupt(e: serde_json::Error) -> Error {
 
 /// The GC rule that enforces a retention on every family of a data table.
 pub fn retention_rule(r: &Retention) -> GcRule {
-    GcRule::MaxAge { max_age_us: r.keep_ns() / 1000 }
+    GcRule::MaxAge {
+        max_age_us: r.keep_ns() / 1000,
+    }
 }
 
 impl<S: WideColumnStore> Catalog<S> {
@@ -154,7 +159,9 @@ impl<S: WideColumnStore> Catalog<S> {
                 })
             } else {
                 serde_json::from_slice::<TableMeta>(&cell.value).map(|t| {
-                    state.tables.insert((t.database.clone(), t.name.clone()), TableHandle::new(t));
+                    state
+                        .tables
+                        .insert((t.database.clone(), t.name.clone()), TableHandle::new(t));
                 })
             };
             match loaded {
@@ -168,15 +175,22 @@ impl<S: WideColumnStore> Catalog<S> {
         if let Some(e) = failure {
             return Err(e);
         }
-        Ok(Self { store, state: RwLock::new(state) })
+        Ok(Self {
+            store,
+            state: RwLock::new(state),
+        })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn put(&self, key: Vec<u8>, json: Vec<u8>) -> Result<()> {
@@ -192,7 +206,10 @@ impl<S: WideColumnStore> Catalog<S> {
     }
 
     fn apply(&self, row: RowMutations) -> Result<()> {
-        for r in self.store.mutate_rows(CATALOG_TABLE, std::slice::from_ref(&row))? {
+        for r in self
+            .store
+            .mutate_rows(CATALOG_TABLE, std::slice::from_ref(&row))?
+        {
             r?;
         }
         Ok(())
@@ -204,26 +221,43 @@ impl<S: WideColumnStore> Catalog<S> {
 
     /// Persists a table description (and caches it).
     pub(crate) fn put_table(&self, handle: &TableHandle, meta: TableMeta) -> Result<()> {
-        self.put(table_row(&meta.database, &meta.name), serde_json::to_vec(&meta).map_err(corrupt)?)?;
+        self.put(
+            table_row(&meta.database, &meta.name),
+            serde_json::to_vec(&meta).map_err(corrupt)?,
+        )?;
         handle.set_meta(meta);
         Ok(())
     }
 
     fn with_count(state: &State, d: &DatabaseInfo) -> DatabaseInfo {
         let mut d = d.clone();
-        d.table_count = state.tables.range((d.name.clone(), String::new())..).take_while(|((db, _), _)| *db == d.name).count();
+        d.table_count = state
+            .tables
+            .range((d.name.clone(), String::new())..)
+            .take_while(|((db, _), _)| *db == d.name)
+            .count();
         d
     }
 
     /// CreateDatabase.
-    pub fn create_database(&self, name: &str, kms_key_id: Option<String>, now_ms: i64) -> Result<DatabaseInfo> {
+    pub fn create_database(
+        &self,
+        name: &str,
+        kms_key_id: Option<String>,
+        now_ms: i64,
+    ) -> Result<DatabaseInfo> {
         crate::validate::resource_name("Database", name)?;
         let mut st = self.write();
         if st.databases.contains_key(name) {
-            return Err(Error::Conflict { kind: "database", name: name.into() });
+            return Err(Error::Conflict {
+                kind: "database",
+                name: name.into(),
+            });
         }
         if st.databases.len() >= MAX_DATABASES {
-            return Err(Error::Quota(format!("The limit of {MAX_DATABASES} databases is reached.")));
+            return Err(Error::Quota(format!(
+                "The limit of {MAX_DATABASES} databases is reached."
+            )));
         }
         let d = DatabaseInfo {
             name: name.into(),
@@ -240,7 +274,10 @@ impl<S: WideColumnStore> Catalog<S> {
     /// DescribeDatabase.
     pub fn database(&self, name: &str) -> Result<DatabaseInfo> {
         let st = self.read();
-        let d = st.databases.get(name).ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let d = st.databases.get(name).ok_or_else(|| Error::NotFound {
+            kind: "database",
+            name: name.into(),
+        })?;
         Ok(Self::with_count(&st, d))
     }
 
@@ -256,9 +293,21 @@ impl<S: WideColumnStore> Catalog<S> {
     }
 
     /// UpdateDatabase (the KMS key).
-    pub fn update_database(&self, name: &str, kms_key_id: String, now_ms: i64) -> Result<DatabaseInfo> {
+    pub fn update_database(
+        &self,
+        name: &str,
+        kms_key_id: String,
+        now_ms: i64,
+    ) -> Result<DatabaseInfo> {
         let mut st = self.write();
-        let mut d = st.databases.get(name).cloned().ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let mut d = st
+            .databases
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NotFound {
+                kind: "database",
+                name: name.into(),
+            })?;
         d.kms_key_id = kms_key_id;
         d.updated_ms = now_ms;
         self.put_db(&d)?;
@@ -269,21 +318,28 @@ impl<S: WideColumnStore> Catalog<S> {
     /// DeleteDatabase: only an empty one, as Timestream requires.
     pub fn delete_database(&self, name: &str) -> Result<()> {
         let mut st = self.write();
-        let d = st.databases.get(name).ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let d = st.databases.get(name).ok_or_else(|| Error::NotFound {
+            kind: "database",
+            name: name.into(),
+        })?;
         let count = Self::with_count(&st, d).table_count;
         if count > 0 {
             return Err(Error::invalid(format!(
                 "Database {name} still has {count} tables; delete them first."
             )));
         }
-        self.apply(RowMutations { key: db_row(name), mutations: vec![Mutation::DeleteFromRow] })?;
+        self.apply(RowMutations {
+            key: db_row(name),
+            mutations: vec![Mutation::DeleteFromRow],
+        })?;
         st.databases.remove(name);
         Ok(())
     }
 
     fn store_table_id(&self, st: &State, db: &str, table: &str) -> Result<String> {
         let used = |id: &str| -> Result<bool> {
-            Ok(st.tables.values().any(|h| h.meta().store_table == id) || self.store.table_exists(id)?)
+            Ok(st.tables.values().any(|h| h.meta().store_table == id)
+                || self.store.table_exists(id)?)
         };
         let readable = format!("{db}.{table}");
         if readable.len() <= MAX_STORE_TABLE_ID
@@ -302,15 +358,27 @@ impl<S: WideColumnStore> Catalog<S> {
     }
 
     /// CreateTable.
-    pub fn create_table(&self, db: &str, name: &str, new: NewTable, now_ms: i64) -> Result<Arc<TableMeta>> {
+    pub fn create_table(
+        &self,
+        db: &str,
+        name: &str,
+        new: NewTable,
+        now_ms: i64,
+    ) -> Result<Arc<TableMeta>> {
         crate::validate::resource_name("Table", name)?;
         new.layout.validate()?;
         let retention = new.retention.unwrap_or_default();
         validate_retention(&retention)?;
         let mut st = self.write();
-        let d = st.databases.get(db).ok_or_else(|| Error::NotFound { kind: "database", name: db.into() })?;
+        let d = st.databases.get(db).ok_or_else(|| Error::NotFound {
+            kind: "database",
+            name: db.into(),
+        })?;
         if st.tables.contains_key(&(db.to_string(), name.to_string())) {
-            return Err(Error::Conflict { kind: "table", name: name.into() });
+            return Err(Error::Conflict {
+                kind: "table",
+                name: name.into(),
+            });
         }
         if Self::with_count(&st, d).table_count >= MAX_TABLES_PER_DATABASE {
             return Err(Error::Quota(format!(
@@ -319,8 +387,10 @@ impl<S: WideColumnStore> Catalog<S> {
         }
         let store_table = self.store_table_id(&st, db, name)?;
         let rule = retention_rule(&retention);
-        self.store
-            .create_table(&store_table, &[(MEASURE_FAMILY, rule.clone()), (META_FAMILY, rule)])?;
+        self.store.create_table(
+            &store_table,
+            &[(MEASURE_FAMILY, rule.clone()), (META_FAMILY, rule)],
+        )?;
         let meta = TableMeta {
             database: db.into(),
             name: name.into(),
@@ -346,16 +416,27 @@ impl<S: WideColumnStore> Catalog<S> {
     /// The live table.
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableHandle>> {
         let st = self.read();
-        st.tables.get(&(db.to_string(), name.to_string())).cloned().ok_or_else(|| missing(&st, db, name))
+        st.tables
+            .get(&(db.to_string(), name.to_string()))
+            .cloned()
+            .ok_or_else(|| missing(&st, db, name))
     }
 
     /// ListTables of a database (all databases when `db` is `None`), after `after`.
-    pub fn tables(&self, db: Option<&str>, after: Option<(&str, &str)>, max: usize) -> Result<Vec<Arc<TableMeta>>> {
+    pub fn tables(
+        &self,
+        db: Option<&str>,
+        after: Option<(&str, &str)>,
+        max: usize,
+    ) -> Result<Vec<Arc<TableMeta>>> {
         let st = self.read();
         if let Some(db) = db
             && !st.databases.contains_key(db)
         {
-            return Err(Error::NotFound { kind: "database", name: db.into() });
+            return Err(Error::NotFound {
+                kind: "database",
+                name: db.into(),
+            });
         }
         Ok(st
             .tables
@@ -382,14 +463,19 @@ impl<S: WideColumnStore> Catalog<S> {
             .get(&(db.to_string(), name.to_string()))
             .cloned()
             .ok_or_else(|| missing(&st, db, name))?;
-        let _schema = handle.schema_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _schema = handle
+            .schema_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut meta = (*handle.meta()).clone();
         if let Some(r) = retention {
             validate_retention(&r)?;
             if r != meta.retention {
                 let rule = retention_rule(&r);
-                self.store.set_gc_rule(&meta.store_table, MEASURE_FAMILY, rule.clone())?;
-                self.store.set_gc_rule(&meta.store_table, META_FAMILY, rule)?;
+                self.store
+                    .set_gc_rule(&meta.store_table, MEASURE_FAMILY, rule.clone())?;
+                self.store
+                    .set_gc_rule(&meta.store_table, META_FAMILY, rule)?;
             }
             meta.retention = r;
         }
@@ -406,7 +492,10 @@ impl<S: WideColumnStore> Catalog<S> {
         let handle = self.table(db, name)?;
         let mut st = self.write();
         let meta = handle.meta();
-        self.apply(RowMutations { key: table_row(db, name), mutations: vec![Mutation::DeleteFromRow] })?;
+        self.apply(RowMutations {
+            key: table_row(db, name),
+            mutations: vec![Mutation::DeleteFromRow],
+        })?;
         st.tables.remove(&(db.to_string(), name.to_string()));
         match self.store.delete_table(&meta.store_table) {
             Ok(()) | Err(almanac_engine::Error::NotFound { .. }) => Ok(()),
@@ -423,9 +512,15 @@ impl<S: WideColumnStore> Catalog<S> {
 /// NotFound for the database when it is missing, else for the table.
 fn missing(st: &State, db: &str, table: &str) -> Error {
     if st.databases.contains_key(db) {
-        Error::NotFound { kind: "table", name: table.into() }
+        Error::NotFound {
+            kind: "table",
+            name: table.into(),
+        }
     } else {
-        Error::NotFound { kind: "database", name: db.into() }
+        Error::NotFound {
+            kind: "database",
+            name: db.into(),
+        }
     }
 }
 

@@ -130,7 +130,10 @@ fn to_proto(name: &str, v: &Value) -> ValueProto {
         Value::Boolean(b) => Typed::Boolean(*b),
         Value::Timestamp(t) => Typed::Timestamp(*t),
     };
-    ValueProto { name: name.to_string(), typed: Some(typed) }
+    ValueProto {
+        name: name.to_string(),
+        typed: Some(typed),
+    }
 }
 
 fn from_proto(p: ValueProto) -> Result<(String, Value)> {
@@ -156,14 +159,23 @@ pub fn encode_point(version: i64, measures: &Measures) -> Vec<u8> {
 
 /// Decodes a cell of [`encode_point`]; `multi` says which kind of record it holds.
 pub fn decode_point(bytes: &[u8], multi: bool) -> Result<(i64, Measures)> {
-    let p = PointProto::decode(bytes).map_err(|e| Error::Corrupt(format!("serialized point: {e}")))?;
-    let mut values = p.values.into_iter().map(from_proto).collect::<Result<Vec<_>>>()?;
+    let p =
+        PointProto::decode(bytes).map_err(|e| Error::Corrupt(format!("serialized point: {e}")))?;
+    let mut values = p
+        .values
+        .into_iter()
+        .map(from_proto)
+        .collect::<Result<Vec<_>>>()?;
     let measures = if multi {
         Measures::Multi(values)
     } else {
         match (values.pop(), values.is_empty()) {
             (Some((_, v)), true) => Measures::Single(v),
-            _ => return Err(Error::Corrupt("single-measure point without exactly one value".into())),
+            _ => {
+                return Err(Error::Corrupt(
+                    "single-measure point without exactly one value".into(),
+                ));
+            }
         }
     };
     Ok((p.version, measures))
@@ -230,7 +242,11 @@ mod tests {
     #[test]
     fn points_round_trip() -> Result<()> {
         let multi = Measures::Multi(
-            all_values().into_iter().enumerate().map(|(i, v)| (format!("m{i}"), v)).collect(),
+            all_values()
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("m{i}"), v))
+                .collect(),
         );
         let (version, back) = decode_point(&encode_point(9, &multi), true)?;
         assert_eq!(version, 9);

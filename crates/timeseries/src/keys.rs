@@ -78,7 +78,11 @@ pub fn selection_prefixes(measure: &str, leading: &[&str]) -> [Vec<u8>; 2] {
 
 /// The time component for a bucket starting at `secs`.
 pub fn bucket_component(secs: i64, reversed: bool) -> String {
-    let v = if reversed { MAX_BUCKET_SECS_VALUE - secs } else { secs };
+    let v = if reversed {
+        MAX_BUCKET_SECS_VALUE - secs
+    } else {
+        secs
+    };
     format!("{v:0BUCKET_DIGITS$}")
 }
 
@@ -103,7 +107,8 @@ pub struct KeyParts {
 
 /// Splits a row key written by this module. `bucketed` says which time width to expect.
 pub fn decode(key: &[u8], bucketed: bool, reversed: bool) -> Result<KeyParts> {
-    let bad = |why: &str| Error::Corrupt(format!("row key {:?}: {why}", String::from_utf8_lossy(key)));
+    let bad =
+        |why: &str| Error::Corrupt(format!("row key {:?}: {why}", String::from_utf8_lossy(key)));
     let mut comps: Vec<Vec<u8>> = vec![Vec::new()];
     let mut series_len = None;
     let mut i = 0;
@@ -139,9 +144,20 @@ pub fn decode(key: &[u8], bucketed: bool, reversed: bool) -> Result<KeyParts> {
     let mut comps = comps.into_iter();
     let measure = text(comps.next().ok_or_else(|| bad("no measure"))?)?;
     let dims = comps
-        .map(|c| if c.is_empty() { Ok(None) } else { text(c).map(Some) })
+        .map(|c| {
+            if c.is_empty() {
+                Ok(None)
+            } else {
+                text(c).map(Some)
+            }
+        })
         .collect::<Result<Vec<_>>>()?;
-    Ok(KeyParts { measure, dims, series_len, time })
+    Ok(KeyParts {
+        measure,
+        dims,
+        series_len,
+        time,
+    })
 }
 
 #[cfg(test)]
@@ -172,7 +188,10 @@ mod tests {
             key.extend_from_slice(time_component(1_700_000_000_123_456_789, reversed).as_bytes());
             let parts = decode(&key, false, reversed)?;
             assert_eq!(parts.measure, "m#1");
-            assert_eq!(parts.dims, vec![None, Some("a\\b#c@".into()), Some("d".into())]);
+            assert_eq!(
+                parts.dims,
+                vec![None, Some("a\\b#c@".into()), Some("d".into())]
+            );
             assert_eq!(parts.time, 1_700_000_000_123_456_789);
             assert_eq!(&key[..parts.series_len], &prefix[..]);
             let mut key = prefix.clone();

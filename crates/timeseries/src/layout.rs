@@ -139,7 +139,11 @@ impl Layout {
 
 /// Parses `3600`, `90s`, `15m`, `1h` or `1d` into seconds.
 pub fn parse_duration_secs(s: &str) -> Result<i64> {
-    let bad = || Error::invalid(format!("bad duration {s:?}; expected e.g. 3600, 90s, 15m, 1h, 1d"));
+    let bad = || {
+        Error::invalid(format!(
+            "bad duration {s:?}; expected e.g. 3600, 90s, 15m, 1h, 1d"
+        ))
+    };
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => s.split_at(i),
         None => (s, "s"),

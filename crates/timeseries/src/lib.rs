@@ -68,7 +68,10 @@ impl<S> std::fmt::Debug for TimeSeries<S> {
 impl<S: WideColumnStore> TimeSeries<S> {
     /// Opens the catalog in `store`; `clock` decides retention windows and timestamps.
     pub fn open(store: Arc<S>, clock: Arc<dyn Clock>) -> Result<Self> {
-        Ok(Self { catalog: catalog::Catalog::open(store)?, clock })
+        Ok(Self {
+            catalog: catalog::Catalog::open(store)?,
+            clock,
+        })
     }
 
     fn now_ms(&self) -> i64 {
@@ -82,7 +85,8 @@ impl<S: WideColumnStore> TimeSeries<S> {
 
     /// CreateDatabase.
     pub fn create_database(&self, name: &str, kms_key_id: Option<String>) -> Result<DatabaseInfo> {
-        self.catalog.create_database(name, kms_key_id, self.now_ms())
+        self.catalog
+            .create_database(name, kms_key_id, self.now_ms())
     }
 
     /// DescribeDatabase.
@@ -97,7 +101,8 @@ impl<S: WideColumnStore> TimeSeries<S> {
 
     /// UpdateDatabase.
     pub fn update_database(&self, name: &str, kms_key_id: String) -> Result<DatabaseInfo> {
-        self.catalog.update_database(name, kms_key_id, self.now_ms())
+        self.catalog
+            .update_database(name, kms_key_id, self.now_ms())
     }
 
     /// DeleteDatabase (must be empty).
@@ -116,7 +121,12 @@ impl<S: WideColumnStore> TimeSeries<S> {
     }
 
     /// ListTables (of one database, or of all), after `(db, table)` (exclusive).
-    pub fn list_tables(&self, db: Option<&str>, after: Option<(&str, &str)>, max: usize) -> Result<Vec<Arc<TableMeta>>> {
+    pub fn list_tables(
+        &self,
+        db: Option<&str>,
+        after: Option<(&str, &str)>,
+        max: usize,
+    ) -> Result<Vec<Arc<TableMeta>>> {
         self.catalog.tables(db, after, max)
     }
 
@@ -128,7 +138,8 @@ impl<S: WideColumnStore> TimeSeries<S> {
         retention: Option<Retention>,
         magnetic_writes: Option<MagneticWrites>,
     ) -> Result<Arc<TableMeta>> {
-        self.catalog.update_table(db, name, retention, magnetic_writes, self.now_ms())
+        self.catalog
+            .update_table(db, name, retention, magnetic_writes, self.now_ms())
     }
 
     /// DeleteTable.
@@ -137,7 +148,13 @@ impl<S: WideColumnStore> TimeSeries<S> {
     }
 
     /// WriteRecords: writes the good records; `Err(Error::Rejected)` lists the others.
-    pub fn write_records(&self, db: &str, table: &str, common: Option<&Record>, records: &[Record]) -> Result<Ingested> {
+    pub fn write_records(
+        &self,
+        db: &str,
+        table: &str,
+        common: Option<&Record>,
+        records: &[Record],
+    ) -> Result<Ingested> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
         let out = write::write_records(&self.catalog, &handle, common, records, now_ns)?;
@@ -149,20 +166,37 @@ impl<S: WideColumnStore> TimeSeries<S> {
     }
 
     /// Like [`TimeSeries::write_records`], but returns both counts and rejections.
-    pub fn write_records_outcome(&self, db: &str, table: &str, common: Option<&Record>, records: &[Record]) -> Result<WriteOutcome> {
+    pub fn write_records_outcome(
+        &self,
+        db: &str,
+        table: &str,
+        common: Option<&Record>,
+        records: &[Record],
+    ) -> Result<WriteOutcome> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
         write::write_records(&self.catalog, &handle, common, records, now_ns)
     }
 
     /// Reads the selected points in key order.
-    pub fn scan(&self, db: &str, table: &str, sel: &Selection, visit: &mut dyn FnMut(Point) -> ControlFlow<()>) -> Result<ScanStats> {
+    pub fn scan(
+        &self,
+        db: &str,
+        table: &str,
+        sel: &Selection,
+        visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+    ) -> Result<ScanStats> {
         let meta = self.describe_table(db, table)?;
         query::scan(self.store().as_ref(), &meta, sel, visit)
     }
 
     /// The newest selected point of each series.
-    pub fn latest(&self, db: &str, table: &str, sel: &Selection) -> Result<(Vec<Point>, ScanStats)> {
+    pub fn latest(
+        &self,
+        db: &str,
+        table: &str,
+        sel: &Selection,
+    ) -> Result<(Vec<Point>, ScanStats)> {
         let meta = self.describe_table(db, table)?;
         query::latest(self.store().as_ref(), &meta, sel)
     }

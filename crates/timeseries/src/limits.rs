@@ -41,7 +41,7 @@ pub const MAX_LIST_RESULTS: usize = 20;
 /// Prefixes no dimension or measure name may start with (Timestream's reserved names).
 pub const RESERVED_PREFIXES: &[&str] = &["ts_", "measure_value"];
 /// Names no dimension or measure may have (Timestream's reserved column names).
-pub const RESERVED_NAMES: &[&str] = &["time", "measure_name"];
+pub const RESERVED_NAMES: &[&str] = &["time", "measure_name", "measure_value"];
 /// Smallest time bucket of the bucketed layouts.
 pub const MIN_BUCKET_SECS: i64 = 1;
 /// Largest time bucket (a week), so a bucket row of a 1-minute series stays far below

@@ -190,9 +190,8 @@ impl Measures {
             (Self::Single(a), Self::Single(b)) => a.same_as(b),
             (Self::Multi(a), Self::Multi(b)) => {
                 a.len() == b.len()
-                    && a.iter().all(|(n, v)| {
-                        b.iter().any(|(m, w)| m == n && v.same_as(w))
-                    })
+                    && a.iter()
+                        .all(|(n, v)| b.iter().any(|(m, w)| m == n && v.same_as(w)))
             }
             _ => false,
         }

@@ -13,9 +13,9 @@
 
 use std::ops::{Bound, ControlFlow};
 
+use almanac_engine::ReadRequest;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
-use almanac_engine::ReadRequest;
 
 use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::encode_named_value;
@@ -78,7 +78,12 @@ pub fn key_ranges(meta: &TableMeta, sel: &Selection) -> RowSet {
     let leading: Vec<&str> = schema
         .dimensions
         .iter()
-        .map_while(|d| sel.dimensions.iter().find(|(n, _)| n == d).map(|(_, v)| v.as_str()))
+        .map_while(|d| {
+            sel.dimensions
+                .iter()
+                .find(|(n, _)| n == d)
+                .map(|(_, v)| v.as_str())
+        })
         .collect();
     if leading.is_empty() && sel.measure_name.is_none() {
         return RowSet::all();
@@ -100,7 +105,10 @@ pub fn key_ranges(meta: &TableMeta, sel: &Selection) -> RowSet {
             ranges.push(RowRange::prefix(&exact));
         }
     }
-    RowSet { keys: Vec::new(), ranges }
+    RowSet {
+        keys: Vec::new(),
+        ranges,
+    }
 }
 
 /// The rows of one series between the selection's times.
@@ -109,13 +117,20 @@ fn time_range(meta: &TableMeta, series: &[u8], sel: &Selection) -> RowRange {
     let comp = |ns: i64| -> String {
         if layout.pattern.is_bucketed() {
             let secs = ns.div_euclid(1_000_000_000);
-            keys::bucket_component(secs - secs.rem_euclid(layout.bucket_secs), layout.reverse_time)
+            keys::bucket_component(
+                secs - secs.rem_euclid(layout.bucket_secs),
+                layout.reverse_time,
+            )
         } else {
             keys::time_component(ns, layout.reverse_time)
         }
     };
     let last = sel.end_ns.saturating_sub(1).max(sel.start_ns);
-    let (lo, hi) = if layout.reverse_time { (last, sel.start_ns) } else { (sel.start_ns, last) };
+    let (lo, hi) = if layout.reverse_time {
+        (last, sel.start_ns)
+    } else {
+        (sel.start_ns, last)
+    };
     let mut start = series.to_vec();
     start.extend_from_slice(comp(lo).as_bytes());
     let mut end = series.to_vec();
@@ -129,7 +144,8 @@ pub fn filter(meta: &TableMeta, sel: &Selection) -> Option<RowFilter> {
     if sel.start_ns > 0 || sel.end_ns < i64::MAX {
         chain.push(RowFilter::TimestampRange {
             start_us: cell_ts_us(sel.start_ns),
-            end_us: (sel.end_ns < i64::MAX).then(|| cell_ts_us(sel.end_ns.saturating_sub(1)) + 1000),
+            end_us: (sel.end_ns < i64::MAX)
+                .then(|| cell_ts_us(sel.end_ns.saturating_sub(1)) + 1000),
         });
     }
     if let Some(attrs) = &sel.attributes
@@ -140,11 +156,21 @@ pub fn filter(meta: &TableMeta, sel: &Selection) -> Option<RowFilter> {
             let (start, end) = if meta.layout.pattern == Pattern::BucketColumns {
                 let p = encode_named_value(a, &Value::Varchar(String::new()));
                 let end = prefix_successor(&p);
-                (Bound::Included(p), end.map_or(Bound::Unbounded, Bound::Excluded))
+                (
+                    Bound::Included(p),
+                    end.map_or(Bound::Unbounded, Bound::Excluded),
+                )
             } else {
-                (Bound::Included(a.as_bytes().to_vec()), Bound::Included(a.as_bytes().to_vec()))
+                (
+                    Bound::Included(a.as_bytes().to_vec()),
+                    Bound::Included(a.as_bytes().to_vec()),
+                )
             };
-            any.push(RowFilter::ColumnRange { family: MEASURE_FAMILY.into(), start, end });
+            any.push(RowFilter::ColumnRange {
+                family: MEASURE_FAMILY.into(),
+                start,
+                end,
+            });
         }
         chain.push(RowFilter::Interleave(any));
     }
@@ -160,10 +186,18 @@ fn keep(sel: &Selection, mut p: Point) -> Option<Point> {
     if p.time_ns < sel.start_ns || p.time_ns >= sel.end_ns {
         return None;
     }
-    if sel.measure_name.as_ref().is_some_and(|m| *m != p.measure_name) {
+    if sel
+        .measure_name
+        .as_ref()
+        .is_some_and(|m| *m != p.measure_name)
+    {
         return None;
     }
-    if !sel.dimensions.iter().all(|(n, v)| p.dimensions.iter().any(|(pn, pv)| pn == n && pv == v)) {
+    if !sel
+        .dimensions
+        .iter()
+        .all(|(n, v)| p.dimensions.iter().any(|(pn, pv)| pn == n && pv == v))
+    {
         return None;
     }
     if let (Some(attrs), Measures::Multi(vs)) = (&sel.attributes, &mut p.measures) {
@@ -182,7 +216,11 @@ pub fn scan<S: WideColumnStore>(
     sel: &Selection,
     visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
 ) -> Result<ScanStats> {
-    let req = ReadRequest { rows: key_ranges(meta, sel), filter: filter(meta, sel), ..ReadRequest::default() };
+    let req = ReadRequest {
+        rows: key_ranges(meta, sel),
+        filter: filter(meta, sel),
+        ..ReadRequest::default()
+    };
     let mut stats = ScanStats::default();
     let mut failure = None;
     store.read_rows(&meta.store_table, req, &mut |row| {
@@ -211,7 +249,11 @@ pub fn scan<S: WideColumnStore>(
 
 /// The newest selected point of every series: two short reads per series (find the
 /// next series, read its newest row) instead of a scan of every point.
-pub fn latest<S: WideColumnStore>(store: &S, meta: &TableMeta, sel: &Selection) -> Result<(Vec<Point>, ScanStats)> {
+pub fn latest<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+) -> Result<(Vec<Point>, ScanStats)> {
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     let filter = filter(meta, sel);
@@ -220,7 +262,13 @@ pub fn latest<S: WideColumnStore>(store: &S, meta: &TableMeta, sel: &Selection) 
         let mut cursor = range.start.clone();
         loop {
             let probe = ReadRequest {
-                rows: RowSet { keys: Vec::new(), ranges: vec![RowRange { start: cursor.clone(), end: range.end.clone() }] },
+                rows: RowSet {
+                    keys: Vec::new(),
+                    ranges: vec![RowRange {
+                        start: cursor.clone(),
+                        end: range.end.clone(),
+                    }],
+                },
                 filter: filter.clone(),
                 limit: Some(1),
                 reversed: false,
@@ -232,14 +280,21 @@ pub fn latest<S: WideColumnStore>(store: &S, meta: &TableMeta, sel: &Selection) 
             })?;
             let Some(row) = first else { break };
             stats.rows += 1;
-            let parts = keys::decode(&row.key, meta.layout.pattern.is_bucketed(), meta.layout.reverse_time)?;
+            let parts = keys::decode(
+                &row.key,
+                meta.layout.pattern.is_bucketed(),
+                meta.layout.reverse_time,
+            )?;
             let series = row.key[..parts.series_len].to_vec();
             let newest = if meta.layout.reverse_time {
                 Some(row)
             } else {
                 let mut newest = None;
                 let req = ReadRequest {
-                    rows: RowSet { keys: Vec::new(), ranges: vec![RowRange::prefix(&series)] },
+                    rows: RowSet {
+                        keys: Vec::new(),
+                        ranges: vec![RowRange::prefix(&series)],
+                    },
                     filter: filter.clone(),
                     limit: Some(1),
                     reversed: true,

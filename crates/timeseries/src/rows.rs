@@ -80,11 +80,20 @@ pub fn place(meta: &TableMeta, p: &Point) -> Place {
         row.extend_from_slice(keys::time_component(p.time_ns, layout.reverse_time).as_bytes());
         0
     };
-    Place { row, series_len, slot }
+    Place {
+        row,
+        series_len,
+        slot,
+    }
 }
 
 fn set(family: &str, qualifier: Vec<u8>, ts: i64, value: Vec<u8>) -> Mutation {
-    Mutation::SetCell { family: family.into(), qualifier, timestamp_us: ts, value }
+    Mutation::SetCell {
+        family: family.into(),
+        qualifier,
+        timestamp_us: ts,
+        value,
+    }
 }
 
 fn value_bytes(v: &Value) -> Vec<u8> {
@@ -97,12 +106,16 @@ fn value_bytes(v: &Value) -> Vec<u8> {
 fn measure_columns(pattern: Pattern, p: &Point) -> Vec<(Vec<u8>, Vec<u8>)> {
     match (pattern, &p.measures) {
         (Pattern::BucketColumns, Measures::Single(v)) => vec![(value_bytes(v), Vec::new())],
-        (Pattern::BucketColumns, Measures::Multi(vs)) => {
-            vs.iter().map(|(n, v)| (encode_named_value(n, v), Vec::new())).collect()
-        }
+        (Pattern::BucketColumns, Measures::Multi(vs)) => vs
+            .iter()
+            .map(|(n, v)| (encode_named_value(n, v), Vec::new()))
+            .collect(),
         (Pattern::RowSerialized, m) => vec![(BLOB_QUALIFIER.to_vec(), encode_point(p.version, m))],
         (_, Measures::Single(v)) => vec![(p.measure_name.as_bytes().to_vec(), value_bytes(v))],
-        (_, Measures::Multi(vs)) => vs.iter().map(|(n, v)| (n.as_bytes().to_vec(), value_bytes(v))).collect(),
+        (_, Measures::Multi(vs)) => vs
+            .iter()
+            .map(|(n, v)| (n.as_bytes().to_vec(), value_bytes(v)))
+            .collect(),
     }
 }
 
@@ -113,11 +126,21 @@ pub fn write_point(layout: &Layout, p: &Point, out: &mut Vec<Mutation>) {
         out.push(set(MEASURE_FAMILY, q, ts, v));
     }
     if p.version != 1 && layout.pattern != Pattern::RowSerialized {
-        out.push(set(META_FAMILY, VERSION_QUALIFIER.to_vec(), ts, encode_meta(p.version)));
+        out.push(set(
+            META_FAMILY,
+            VERSION_QUALIFIER.to_vec(),
+            ts,
+            encode_meta(p.version),
+        ));
     }
     let nanos = p.time_ns.rem_euclid(NS_PER_MS);
     if nanos != 0 && layout.pattern.is_bucketed() {
-        out.push(set(META_FAMILY, NANOS_QUALIFIER.to_vec(), ts, encode_meta(nanos)));
+        out.push(set(
+            META_FAMILY,
+            NANOS_QUALIFIER.to_vec(),
+            ts,
+            encode_meta(nanos),
+        ));
     }
 }
 
@@ -164,15 +187,23 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
             schema.dimensions.len()
         )));
     }
-    let kind = schema.measures.get(&parts.measure).copied().ok_or_else(|| {
-        Error::Corrupt(format!("measure '{}' is not in the table's schema", parts.measure))
-    })?;
+    let kind = schema
+        .measures
+        .get(&parts.measure)
+        .copied()
+        .ok_or_else(|| {
+            Error::Corrupt(format!(
+                "measure '{}' is not in the table's schema",
+                parts.measure
+            ))
+        })?;
     let multi = kind == MeasureType::Multi;
-    let attr_type = |name: &str| {
-        schema.attributes.get(name).copied().ok_or_else(|| {
-            Error::Corrupt(format!("measure '{name}' is not in the table's schema"))
-        })
-    };
+    let attr_type =
+        |name: &str| {
+            schema.attributes.get(name).copied().ok_or_else(|| {
+                Error::Corrupt(format!("measure '{name}' is not in the table's schema"))
+            })
+        };
     let mut slots: BTreeMap<i64, Partial> = BTreeMap::new();
     for c in &row.cells {
         let slot = if bucketed { c.timestamp_us } else { 0 };
@@ -197,13 +228,15 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
             }
             Pattern::BucketColumns if multi => {
                 let (name, bytes) = split_named_value(q)?;
-                part.multi.push((name.to_string(), decode_value(bytes, attr_type(name)?)?));
+                part.multi
+                    .push((name.to_string(), decode_value(bytes, attr_type(name)?)?));
             }
             Pattern::BucketColumns => part.single = Some(decode_value(q, kind)?),
             _ if multi => {
                 let name = std::str::from_utf8(q)
                     .map_err(|_| Error::Corrupt("measure qualifier is not UTF-8".into()))?;
-                part.multi.push((name.to_string(), decode_value(&c.value, attr_type(name)?)?));
+                part.multi
+                    .push((name.to_string(), decode_value(&c.value, attr_type(name)?)?));
             }
             _ => part.single = Some(decode_value(&c.value, kind)?),
         }
@@ -212,7 +245,10 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
         .dims
         .iter()
         .enumerate()
-        .filter_map(|(i, v)| v.as_ref().map(|v| (schema.dimensions[i].clone(), v.clone())))
+        .filter_map(|(i, v)| {
+            v.as_ref()
+                .map(|v| (schema.dimensions[i].clone(), v.clone()))
+        })
         .collect();
     let mut out = Vec::with_capacity(slots.len());
     for (slot, part) in slots {
@@ -221,7 +257,11 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
             (true, _) if !part.multi.is_empty() => Measures::Multi(part.multi),
             _ => continue, // metadata without a value: a half-collected point
         };
-        let time_ns = if bucketed { slot * 1000 + part.nanos } else { parts.time };
+        let time_ns = if bucketed {
+            slot * 1000 + part.nanos
+        } else {
+            parts.time
+        };
         out.push(Point {
             dimensions: dimensions.clone(),
             measure_name: parts.measure.clone(),

@@ -36,7 +36,12 @@ impl Schema {
 
     /// Admits a record's names into the schema, adding the new ones; on a conflict
     /// returns the rejection reason and leaves the schema unchanged.
-    pub fn admit(&mut self, dims: &[(String, String)], measure: &str, measures: &Measures) -> Result<(), String> {
+    pub fn admit(
+        &mut self,
+        dims: &[(String, String)],
+        measure: &str,
+        measures: &Measures,
+    ) -> Result<(), String> {
         let kind = match measures {
             Measures::Single(v) => v.kind(),
             Measures::Multi(_) => MeasureType::Multi,
@@ -65,16 +70,23 @@ impl Schema {
                 ));
             }
             if self.dimension_index(name).is_some() || dims.iter().any(|(d, _)| d == name) {
-                return Err(format!("Measure '{name}' has the name of a dimension of this table."));
+                return Err(format!(
+                    "Measure '{name}' has the name of a dimension of this table."
+                ));
             }
         }
         for (d, _) in dims {
             if self.attributes.contains_key(d) {
-                return Err(format!("Dimension '{d}' has the name of a measure of this table."));
+                return Err(format!(
+                    "Dimension '{d}' has the name of a measure of this table."
+                ));
             }
         }
-        let new_dims: Vec<&String> =
-            dims.iter().map(|(d, _)| d).filter(|d| self.dimension_index(d).is_none()).collect();
+        let new_dims: Vec<&String> = dims
+            .iter()
+            .map(|(d, _)| d)
+            .filter(|d| self.dimension_index(d).is_none())
+            .collect();
         if self.dimensions.len() + new_dims.len() > MAX_DIMENSIONS_PER_TABLE {
             return Err(format!(
                 "The record would bring the table to {} dimensions; the limit is {MAX_DIMENSIONS_PER_TABLE}.",
@@ -82,7 +94,10 @@ impl Schema {
             ));
         }
         let new_measures = usize::from(!self.measures.contains_key(measure))
-            + attrs.iter().filter(|(n, _)| !self.attributes.contains_key(n)).count();
+            + attrs
+                .iter()
+                .filter(|(n, _)| !self.attributes.contains_key(n))
+                .count();
         if self.measures.len() + self.attributes.len() + new_measures > MAX_MEASURES_PER_TABLE {
             return Err(format!(
                 "The record would bring the table past {MAX_MEASURES_PER_TABLE} measures."
@@ -103,7 +118,10 @@ mod tests {
     use crate::model::Value;
 
     fn dims(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
@@ -111,10 +129,17 @@ mod tests {
         let mut s = Schema::default();
         let single = Measures::Single(Value::Double(1.0));
         assert!(s.admit(&dims(&[("host", "a")]), "cpu", &single).is_ok());
-        assert!(s.admit(&dims(&[("region", "x"), ("host", "a")]), "cpu", &single).is_ok());
+        assert!(
+            s.admit(&dims(&[("region", "x"), ("host", "a")]), "cpu", &single)
+                .is_ok()
+        );
         assert_eq!(s.dimensions, ["host", "region"]);
         let before = s.clone();
-        let err = s.admit(&dims(&[("az", "1")]), "cpu", &Measures::Single(Value::Bigint(1)));
+        let err = s.admit(
+            &dims(&[("az", "1")]),
+            "cpu",
+            &Measures::Single(Value::Bigint(1)),
+        );
         assert!(err.is_err_and(|e| e.contains("DOUBLE") && e.contains("BIGINT")));
         assert_eq!(s, before, "a rejected record adds nothing");
         let multi = Measures::Multi(vec![("t".into(), Value::Double(1.0))]);
@@ -125,16 +150,23 @@ mod tests {
         assert!(s.admit(&[], "m3", &as_dim).is_err());
         assert!(s.admit(&dims(&[("t", "1")]), "m4", &single).is_err());
         assert_eq!(s.value_type("cpu", None), Some(MeasureType::Double));
-        assert_eq!(s.value_type("metrics", Some("t")), Some(MeasureType::Double));
+        assert_eq!(
+            s.value_type("metrics", Some("t")),
+            Some(MeasureType::Double)
+        );
     }
 
     #[test]
     fn dimension_limit() {
         let mut s = Schema::default();
-        let names: Vec<(String, String)> =
-            (0..MAX_DIMENSIONS_PER_TABLE).map(|i| (format!("d{i}"), "v".to_string())).collect();
+        let names: Vec<(String, String)> = (0..MAX_DIMENSIONS_PER_TABLE)
+            .map(|i| (format!("d{i}"), "v".to_string()))
+            .collect();
         let one = Measures::Single(Value::Bigint(1));
         assert!(s.admit(&names, "m", &one).is_ok());
-        assert!(s.admit(&dims(&[("one_more", "v")]), "m", &one).is_err_and(|e| e.contains("128")));
+        assert!(
+            s.admit(&dims(&[("one_more", "v")]), "m", &one)
+                .is_err_and(|e| e.contains("128"))
+        );
     }
 }

@@ -43,7 +43,11 @@ impl SeriesLocks {
         stripes.dedup();
         stripes
             .into_iter()
-            .map(|i| self.stripes[i].lock().unwrap_or_else(PoisonError::into_inner))
+            .map(|i| {
+                self.stripes[i]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+            })
             .collect()
     }
 

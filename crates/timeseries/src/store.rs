@@ -47,7 +47,10 @@ pub struct EmbeddedStore {
 impl EmbeddedStore {
     /// Tables live in `instance` (e.g. `projects/almanac/instances/timestream`).
     pub fn new(engine: Arc<Engine>, instance: impl Into<String>) -> Self {
-        Self { engine, instance: instance.into() }
+        Self {
+            engine,
+            instance: instance.into(),
+        }
     }
 
     /// The engine below.
@@ -67,12 +70,20 @@ impl WideColumnStore for EmbeddedStore {
             families: families
                 .iter()
                 .map(|(name, rule)| {
-                    (name.to_string(), FamilySpec { gc_rule: rule.clone(), ..FamilySpec::default() })
+                    (
+                        name.to_string(),
+                        FamilySpec {
+                            gc_rule: rule.clone(),
+                            ..FamilySpec::default()
+                        },
+                    )
                 })
                 .collect(),
             granularity: Granularity::Millis,
         };
-        self.engine.create_table(&self.instance, table, spec).map(drop)
+        self.engine
+            .create_table(&self.instance, table, spec)
+            .map(drop)
     }
 
     fn delete_table(&self, table: &str) -> StoreResult<()> {
@@ -89,7 +100,11 @@ impl WideColumnStore for EmbeddedStore {
 
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
         self.engine
-            .modify_families(&self.instance, table, &[FamilyChange::Update(family.to_string(), rule)])
+            .modify_families(
+                &self.instance,
+                table,
+                &[FamilyChange::Update(family.to_string(), rule)],
+            )
             .map(drop)
     }
 

@@ -2,12 +2,12 @@
 //! the reason a rejected record gets. Schema (types) and retention are checked by the
 //! write path, which knows the table.
 
+use crate::error::{Error, Result};
 use crate::limits::{
     MAX_DIMENSION_NAME_BYTES, MAX_DIMENSION_PAIR_BYTES, MAX_MEASURE_NAME_BYTES,
     MAX_MEASURES_PER_RECORD, MAX_RESOURCE_NAME_LEN, MAX_VARCHAR_BYTES, MIN_RESOURCE_NAME_LEN,
     RESERVED_NAMES, RESERVED_PREFIXES,
 };
-use crate::error::{Error, Result};
 use crate::model::{MeasureType, Measures, Record, TimeUnit, Value};
 
 /// A record that passed the per-record checks.
@@ -31,11 +31,22 @@ pub fn merge(common: Option<&Record>, rec: &Record) -> Record {
     let Some(c) = common else { return rec.clone() };
     let mut out = rec.clone();
     if !c.dimensions.is_empty() {
-        out.dimensions = c.dimensions.iter().chain(&rec.dimensions).cloned().collect();
+        out.dimensions = c
+            .dimensions
+            .iter()
+            .chain(&rec.dimensions)
+            .cloned()
+            .collect();
     }
     out.measure_name = rec.measure_name.clone().or_else(|| c.measure_name.clone());
-    out.measure_value = rec.measure_value.clone().or_else(|| c.measure_value.clone());
-    out.measure_value_type = rec.measure_value_type.clone().or_else(|| c.measure_value_type.clone());
+    out.measure_value = rec
+        .measure_value
+        .clone()
+        .or_else(|| c.measure_value.clone());
+    out.measure_value_type = rec
+        .measure_value_type
+        .clone()
+        .or_else(|| c.measure_value_type.clone());
     if rec.measure_values.is_empty() {
         out.measure_values = c.measure_values.clone();
     }
@@ -54,7 +65,10 @@ pub fn resource_name(kind: &str, name: &str) -> Result<()> {
              {MAX_RESOURCE_NAME_LEN} characters long."
         )));
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    {
         return Err(Error::invalid(format!(
             "{kind} name '{name}' may only contain letters, digits, '_', '.' and '-'."
         )));
@@ -67,10 +81,17 @@ fn reserved(what: &str, name: &str) -> Result<(), String> {
         return Err(format!("{what} '{name}' is a reserved name."));
     }
     if let Some(p) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
-        return Err(format!("{what} '{name}' starts with the reserved prefix '{p}'."));
+        return Err(format!(
+            "{what} '{name}' starts with the reserved prefix '{p}'."
+        ));
     }
     if name.is_empty() {
         return Err(format!("{what} must not be empty."));
+    }
+    if name.contains(':') {
+        return Err(format!(
+            "{what} '{name}' contains ':', which Timestream reserves."
+        ));
     }
     Ok(())
 }
@@ -103,7 +124,11 @@ pub fn parse_value(kind: MeasureType, text: &str, unit: TimeUnit) -> Result<Valu
         }
         MeasureType::Timestamp => {
             let n: i64 = text.trim().parse().map_err(|_| bad())?;
-            Value::Timestamp(n.checked_mul(unit.ns()).filter(|v| *v >= 0).ok_or_else(bad)?)
+            Value::Timestamp(
+                n.checked_mul(unit.ns())
+                    .filter(|v| *v >= 0)
+                    .ok_or_else(bad)?,
+            )
         }
         MeasureType::Multi => return Err("MULTI is not the type of a single value.".into()),
     })
@@ -136,7 +161,10 @@ pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
         }
         dimensions.push((d.name.clone(), d.value.clone()));
     }
-    let measure_name = rec.measure_name.clone().ok_or("The record has no MeasureName.")?;
+    let measure_name = rec
+        .measure_name
+        .clone()
+        .ok_or("The record has no MeasureName.")?;
     reserved("Measure name", &measure_name)?;
     if measure_name.len() > MAX_MEASURE_NAME_BYTES {
         return Err(format!(
@@ -145,7 +173,9 @@ pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
         ));
     }
     if dimensions.iter().any(|(n, _)| *n == measure_name) {
-        return Err(format!("Measure name '{measure_name}' is also a dimension name."));
+        return Err(format!(
+            "Measure name '{measure_name}' is also a dimension name."
+        ));
     }
     let unit = match rec.time_unit.as_deref() {
         None => TimeUnit::default(),
@@ -187,18 +217,25 @@ pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
             }
             let k = MeasureType::parse(&mv.kind)
                 .filter(|k| *k != MeasureType::Multi)
-                .ok_or_else(|| format!("Measure '{}' has the unknown type '{}'.", mv.name, mv.kind))?;
+                .ok_or_else(|| {
+                    format!("Measure '{}' has the unknown type '{}'.", mv.name, mv.kind)
+                })?;
             values.push((mv.name.clone(), parse_value(k, &mv.value, unit)?));
         }
         Measures::Multi(values)
     } else {
         if !rec.measure_values.is_empty() {
-            return Err(format!("A {type_name} record carries MeasureValue, not MeasureValues."));
+            return Err(format!(
+                "A {type_name} record carries MeasureValue, not MeasureValues."
+            ));
         }
         if kind == MeasureType::Timestamp {
             return Err("TIMESTAMP values are only allowed inside MULTI records.".into());
         }
-        let text = rec.measure_value.as_deref().ok_or("The record has no MeasureValue.")?;
+        let text = rec
+            .measure_value
+            .as_deref()
+            .ok_or("The record has no MeasureValue.")?;
         Measures::Single(parse_value(kind, text, unit)?)
     };
     Ok(Parsed {
@@ -217,7 +254,10 @@ mod tests {
 
     fn rec() -> Record {
         Record {
-            dimensions: vec![Dimension { name: "host".into(), value: "h1".into() }],
+            dimensions: vec![Dimension {
+                name: "host".into(),
+                value: "h1".into(),
+            }],
             measure_name: Some("cpu".into()),
             measure_value: Some("1.5".into()),
             measure_value_type: Some("DOUBLE".into()),
@@ -240,19 +280,53 @@ mod tests {
         type Edit = Box<dyn Fn(&mut Record)>;
         let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|r| r.dimensions[0].value.clear()), "empty value"),
-            (Box::new(|r| r.dimensions[0].name = "ts_x".into()), "reserved prefix"),
-            (Box::new(|r| r.dimensions[0].name = "measure_value::x".into()), "reserved prefix"),
-            (Box::new(|r| r.dimensions[0].name = "time".into()), "reserved name"),
-            (Box::new(|r| r.dimensions[0].value = "v".repeat(2048)), "limit is 2048"),
-            (Box::new(|r| r.dimensions.push(r.dimensions[0].clone())), "more than once"),
+            (
+                Box::new(|r| r.dimensions[0].name = "ts_x".into()),
+                "reserved prefix",
+            ),
+            (
+                Box::new(|r| r.dimensions[0].name = "measure_value::x".into()),
+                "reserved prefix",
+            ),
+            (
+                Box::new(|r| r.dimensions[0].name = "time".into()),
+                "reserved name",
+            ),
+            (
+                Box::new(|r| r.dimensions[0].name = "a:b".into()),
+                "contains ':'",
+            ),
+            (
+                Box::new(|r| r.dimensions[0].value = "v".repeat(2048)),
+                "limit is 2048",
+            ),
+            (
+                Box::new(|r| r.dimensions.push(r.dimensions[0].clone())),
+                "more than once",
+            ),
             (Box::new(|r| r.measure_name = None), "no MeasureName"),
-            (Box::new(|r| r.measure_value = Some("abc".into())), "not a valid DOUBLE"),
-            (Box::new(|r| r.measure_value = Some("NaN".into())), "not a valid DOUBLE"),
+            (
+                Box::new(|r| r.measure_value = Some("abc".into())),
+                "not a valid DOUBLE",
+            ),
+            (
+                Box::new(|r| r.measure_value = Some("NaN".into())),
+                "not a valid DOUBLE",
+            ),
             (Box::new(|r| r.time = Some("-5".into())), "out of range"),
             (Box::new(|r| r.time = Some("x".into())), "not an integer"),
-            (Box::new(|r| r.time_unit = Some("DAYS".into())), "Unknown TimeUnit"),
-            (Box::new(|r| r.measure_value_type = Some("MULTI".into())), "MeasureValues"),
-            (Box::new(|r| r.measure_value_type = Some("TIMESTAMP".into())), "only allowed inside MULTI"),
+            (
+                Box::new(|r| r.time_unit = Some("DAYS".into())),
+                "Unknown TimeUnit",
+            ),
+            (
+                Box::new(|r| r.measure_value_type = Some("MULTI".into())),
+                "MeasureValues",
+            ),
+            (
+                Box::new(|r| r.measure_value_type = Some("TIMESTAMP".into())),
+                "only allowed inside MULTI",
+            ),
         ];
         for (edit, want) in cases {
             let mut r = rec();
@@ -265,7 +339,10 @@ mod tests {
     #[test]
     fn multi_records_and_common_attributes() -> Result<(), String> {
         let common = Record {
-            dimensions: vec![Dimension { name: "region".into(), value: "eu".into() }],
+            dimensions: vec![Dimension {
+                name: "region".into(),
+                value: "eu".into(),
+            }],
             measure_value_type: Some("MULTI".into()),
             time_unit: Some("SECONDS".into()),
             ..Record::default()
@@ -273,9 +350,21 @@ mod tests {
         let r = Record {
             measure_name: Some("metrics".into()),
             measure_values: vec![
-                MeasureValue { name: "temp".into(), value: "9.5".into(), kind: "DOUBLE".into() },
-                MeasureValue { name: "seen".into(), value: "12".into(), kind: "TIMESTAMP".into() },
-                MeasureValue { name: "ok".into(), value: "TRUE".into(), kind: "BOOLEAN".into() },
+                MeasureValue {
+                    name: "temp".into(),
+                    value: "9.5".into(),
+                    kind: "DOUBLE".into(),
+                },
+                MeasureValue {
+                    name: "seen".into(),
+                    value: "12".into(),
+                    kind: "TIMESTAMP".into(),
+                },
+                MeasureValue {
+                    name: "ok".into(),
+                    value: "TRUE".into(),
+                    kind: "BOOLEAN".into(),
+                },
             ],
             time: Some("1700000000".into()),
             version: Some(3),

@@ -39,8 +39,17 @@ pub struct WriteOutcome {
     pub rejected: Vec<RejectedRecord>,
 }
 
-fn reject(out: &mut Vec<RejectedRecord>, index: usize, reason: impl Into<String>, existing: Option<i64>) {
-    out.push(RejectedRecord { index, reason: reason.into(), existing_version: existing });
+fn reject(
+    out: &mut Vec<RejectedRecord>,
+    index: usize,
+    reason: impl Into<String>,
+    existing: Option<i64>,
+) {
+    out.push(RejectedRecord {
+        index,
+        reason: reason.into(),
+        existing_version: existing,
+    });
 }
 
 /// RFC 3339 UTC text of a time in ns (for rejection reasons).
@@ -86,12 +95,20 @@ fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, Str
     if meta.magnetic_writes.enabled && time_ns >= keep_start {
         return Ok(true);
     }
-    let start = if meta.magnetic_writes.enabled { keep_start } else { memory_start };
+    let start = if meta.magnetic_writes.enabled {
+        keep_start
+    } else {
+        memory_start
+    };
     Err(format!(
         "The record timestamp is outside the time range [{}, {}) of the {}.",
         rfc3339(start),
         rfc3339(end),
-        if meta.magnetic_writes.enabled { "retention period" } else { "memory store" }
+        if meta.magnetic_writes.enabled {
+            "retention period"
+        } else {
+            "memory store"
+        }
     ))
 }
 
@@ -126,6 +143,7 @@ pub fn write_records<S: WideColumnStore>(
             records.len()
         )));
     }
+    check_request(common, records)?;
     let mut rejected = Vec::new();
     // 1. Each record alone, and its time against retention.
     let mut meta = handle.meta();
@@ -159,7 +177,12 @@ pub fn write_records<S: WideColumnStore>(
         })
         .collect();
     let series = &handle.series;
-    let _guards = series.lock(points.iter().map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len])).collect());
+    let _guards = series.lock(
+        points
+            .iter()
+            .map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len]))
+            .collect(),
+    );
     // 4. Stored points that could collide.
     let stored = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
     // 5. Resolve in request order.
@@ -190,12 +213,16 @@ pub fn write_records<S: WideColumnStore>(
             Some(e) if p.version == e.version && p.measures.same_as(&e.measures) => {}
             Some(e) => {
                 let why = if p.version < e.version {
-                    format!("A record with the same dimensions, measure name and time has a higher version ({}).", e.version)
-                } else {
                     format!(
-                        "A record with the same dimensions, measure name, time and version ({}) has a different measure value; write a higher version to update it.",
-                        e.version
+                        "The record version {} is lower than the existing version {}. A higher \
+                         version is required to update the measure value.",
+                        p.version, e.version
                     )
+                } else {
+                    "A record already exists with the same time, dimensions, measure name, and \
+                     record version. A higher record version must be specified in order to \
+                     update the measure value."
+                        .to_string()
                 };
                 reject(&mut rejected, i, why, Some(e.version));
                 continue;
@@ -232,7 +259,10 @@ pub fn write_records<S: WideColumnStore>(
     let batch: Vec<RowMutations> = rows
         .iter_mut()
         .filter(|(_, w)| !w.mutations.is_empty())
-        .map(|(k, w)| RowMutations { key: k.to_vec(), mutations: std::mem::take(&mut w.mutations) })
+        .map(|(k, w)| RowMutations {
+            key: k.to_vec(),
+            mutations: std::mem::take(&mut w.mutations),
+        })
         .collect();
     let results = if batch.is_empty() {
         Vec::new()
@@ -267,6 +297,36 @@ pub fn write_records<S: WideColumnStore>(
     Ok(WriteOutcome { ingested, rejected })
 }
 
+/// Request-level checks that fail the whole request (`ValidationException`), as
+/// Timestream does: versions below 1, and dimensions repeated between
+/// `CommonAttributes` and a record.
+fn check_request(common: Option<&Record>, records: &[Record]) -> Result<()> {
+    for (i, r) in records.iter().enumerate() {
+        if let Some(v) = r.version.filter(|v| *v < 1) {
+            return Err(Error::invalid(format!(
+                "Record {i} has Version {v}; versions must be 1 or greater."
+            )));
+        }
+        if let Some(c) = common
+            && let Some(d) = r
+                .dimensions
+                .iter()
+                .find(|d| c.dimensions.iter().any(|cd| cd.name == d.name))
+        {
+            return Err(Error::invalid(format!(
+                "Record {i} repeats the dimension '{}' of CommonAttributes; they may not overlap.",
+                d.name
+            )));
+        }
+    }
+    if let Some(v) = common.and_then(|c| c.version).filter(|v| *v < 1) {
+        return Err(Error::invalid(format!(
+            "CommonAttributes has Version {v}; versions must be 1 or greater."
+        )));
+    }
+    Ok(())
+}
+
 /// Step 2: admits the records' names, growing and persisting the schema if needed.
 fn admit<S: WideColumnStore>(
     catalog: &Catalog<S>,
@@ -297,7 +357,10 @@ fn admit<S: WideColumnStore>(
         return Ok(ok);
     }
     // The schema grows: redo it under the lock against the newest description.
-    let _lock = handle.schema_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _lock = handle
+        .schema_lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fresh = handle.meta();
     let mut schema = fresh.schema.clone();
     let ok = run(&mut schema, rejected);
@@ -343,13 +406,21 @@ fn read_stored<S: WideColumnStore>(
     let lo = rows.values().map(|r| r.0).min().unwrap_or(0);
     let hi = rows.values().map(|r| r.1).max().unwrap_or(0);
     let req = ReadRequest {
-        rows: RowSet { keys: rows.keys().cloned().collect(), ranges: Vec::new() },
-        filter: bucketed.then_some(RowFilter::TimestampRange { start_us: lo, end_us: Some(hi + 1000) }),
+        rows: RowSet {
+            keys: rows.keys().cloned().collect(),
+            ranges: Vec::new(),
+        },
+        filter: bucketed.then_some(RowFilter::TimestampRange {
+            start_us: lo,
+            end_us: Some(hi + 1000),
+        }),
         ..ReadRequest::default()
     };
     let mut failure = None;
-    store.read_rows(&meta.store_table, req, &mut |row| {
-        match decode_row(meta, &row) {
+    store.read_rows(
+        &meta.store_table,
+        req,
+        &mut |row| match decode_row(meta, &row) {
             Ok(points) => {
                 for p in points {
                     let pl = place(meta, &p);
@@ -361,8 +432,8 @@ fn read_stored<S: WideColumnStore>(
                 failure = Some(e);
                 ControlFlow::Break(())
             }
-        }
-    })?;
+        },
+    )?;
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
@@ -372,7 +443,10 @@ fn read_stored<S: WideColumnStore>(
 /// The newest time stored in a series, as an upper bound (`i64::MIN` when empty).
 fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u8]) -> Result<i64> {
     let req = ReadRequest {
-        rows: RowSet { keys: Vec::new(), ranges: vec![RowRange::prefix(series)] },
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![RowRange::prefix(series)],
+        },
         filter: None,
         limit: Some(1),
         reversed: !meta.layout.reverse_time,

@@ -35,8 +35,14 @@ fn records() -> Vec<Record> {
     for minute in 0..2 {
         let time = (T0_MS + minute * 60_000).to_string();
         let dims = vec![
-            Dimension { name: "location".into(), value: "us-west2".into() },
-            Dimension { name: "balloon".into(), value: "3698".into() },
+            Dimension {
+                name: "location".into(),
+                value: "us-west2".into(),
+            },
+            Dimension {
+                name: "balloon".into(),
+                value: "3698".into(),
+            },
         ];
         out.push(Record {
             dimensions: dims.clone(),
@@ -52,8 +58,16 @@ fn records() -> Vec<Record> {
             measure_name: Some("weather".into()),
             measure_value_type: Some("MULTI".into()),
             measure_values: vec![
-                MeasureValue { name: "temp".into(), value: "9.5".into(), kind: "DOUBLE".into() },
-                MeasureValue { name: "humidity".into(), value: "65".into(), kind: "BIGINT".into() },
+                MeasureValue {
+                    name: "temp".into(),
+                    value: "9.5".into(),
+                    kind: "DOUBLE".into(),
+                },
+                MeasureValue {
+                    name: "humidity".into(),
+                    value: "65".into(),
+                    kind: "BIGINT".into(),
+                },
             ],
             time: Some(time),
             ..Record::default()
@@ -63,17 +77,46 @@ fn records() -> Vec<Record> {
 }
 
 fn dump(pattern: Pattern) -> Result<String> {
-    let dir = std::env::temp_dir().join(format!("almanac-layout-{}-{}", pattern.as_str(), std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "almanac-layout-{}-{}",
+        pattern.as_str(),
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let clock = Arc::new(ManualClock::new((T0_MS + 600_000) * 1000));
-    let engine = Engine::open(&dir, Options { durability: Durability::None, clock: clock.clone(), ..Options::default() })?;
-    let store = Arc::new(EmbeddedStore::new(Arc::new(engine), "projects/p/instances/i"));
+    let engine = Engine::open(
+        &dir,
+        Options {
+            durability: Durability::None,
+            clock: clock.clone(),
+            ..Options::default()
+        },
+    )?;
+    let store = Arc::new(EmbeddedStore::new(
+        Arc::new(engine),
+        "projects/p/instances/i",
+    ));
     let ts = TimeSeries::open(Arc::clone(&store), clock)?;
     ts.create_database("weather", None)?;
-    let layout = Layout { pattern, bucket_secs: 3600, reverse_time: false };
-    let meta = ts.create_table("weather", "balloons", NewTable { layout, ..NewTable::default() })?;
+    let layout = Layout {
+        pattern,
+        bucket_secs: 3600,
+        reverse_time: false,
+    };
+    let meta = ts.create_table(
+        "weather",
+        "balloons",
+        NewTable {
+            layout,
+            ..NewTable::default()
+        },
+    )?;
     ts.write_records("weather", "balloons", None, &records())?;
-    let mut out = format!("# {} (bucket 1h), table {}\n", pattern.as_str(), meta.store_table);
+    let mut out = format!(
+        "# {} (bucket 1h), table {}\n",
+        pattern.as_str(),
+        meta.store_table
+    );
     store.read_rows(&meta.store_table, ReadRequest::default(), &mut |row| {
         let _ = writeln!(out, "{}", printable(&row.key));
         for c in &row.cells {
@@ -105,8 +148,14 @@ fn layouts_match_golden_files() -> Result {
             std::fs::write(&path, &got)?;
             continue;
         }
-        let want = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()))?;
-        assert_eq!(got, want, "layout of {} changed; UPDATE_GOLDEN=1 to accept", pattern.as_str());
+        let want = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()))?;
+        assert_eq!(
+            got,
+            want,
+            "layout of {} changed; UPDATE_GOLDEN=1 to accept",
+            pattern.as_str()
+        );
     }
     Ok(())
 }

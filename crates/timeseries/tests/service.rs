@@ -31,7 +31,8 @@ mod tempdir {
         pub fn new(tag: &str) -> Self {
             static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let p = std::env::temp_dir().join(format!("almanac-ts-{tag}-{}-{n}", std::process::id()));
+            let p =
+                std::env::temp_dir().join(format!("almanac-ts-{tag}-{}-{n}", std::process::id()));
             let _ = std::fs::remove_dir_all(&p);
             Self(p)
         }
@@ -46,7 +47,11 @@ mod tempdir {
 fn open_at(path: &Path, clock: Arc<ManualClock>) -> Result<TimeSeries<EmbeddedStore>> {
     let engine = Engine::open(
         path,
-        Options { durability: Durability::None, clock: clock.clone(), ..Options::default() },
+        Options {
+            durability: Durability::None,
+            clock: clock.clone(),
+            ..Options::default()
+        },
     )?;
     let store = EmbeddedStore::new(Arc::new(engine), almanac_timeseries::DEFAULT_INSTANCE);
     Ok(TimeSeries::open(Arc::new(store), clock)?)
@@ -56,11 +61,19 @@ fn fixture(tag: &str) -> Result<Fixture> {
     let dir = tempdir::Dir::new(tag);
     let clock = Arc::new(ManualClock::new(NOW_MS * 1000));
     let ts = open_at(&dir.0, clock.clone())?;
-    Ok(Fixture { ts, clock, _dir: dir })
+    Ok(Fixture {
+        ts,
+        clock,
+        _dir: dir,
+    })
 }
 
 fn table(f: &Fixture, pattern: Pattern, reverse_time: bool) -> Result<String> {
-    let name = format!("{}{}", pattern.as_str(), if reverse_time { "-rev" } else { "" });
+    let name = format!(
+        "{}{}",
+        pattern.as_str(),
+        if reverse_time { "-rev" } else { "" }
+    );
     if f.ts.describe_database("db1").is_err() {
         f.ts.create_database("db1", None)?;
     }
@@ -68,8 +81,15 @@ fn table(f: &Fixture, pattern: Pattern, reverse_time: bool) -> Result<String> {
         "db1",
         &name,
         NewTable {
-            layout: Layout { pattern, bucket_secs: 3600, reverse_time },
-            retention: Some(Retention { memory_hours: 24, magnetic_days: 30 }),
+            layout: Layout {
+                pattern,
+                bucket_secs: 3600,
+                reverse_time,
+            },
+            retention: Some(Retention {
+                memory_hours: 24,
+                magnetic_days: 30,
+            }),
             ..NewTable::default()
         },
     )?;
@@ -77,7 +97,13 @@ fn table(f: &Fixture, pattern: Pattern, reverse_time: bool) -> Result<String> {
 }
 
 fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension> {
-    pairs.iter().map(|(n, v)| Dimension { name: (*n).into(), value: (*v).into() }).collect()
+    pairs
+        .iter()
+        .map(|(n, v)| Dimension {
+            name: (*n).into(),
+            value: (*v).into(),
+        })
+        .collect()
 }
 
 fn single(d: &[(&str, &str)], measure: &str, kind: &str, value: &str, time_ms: i64) -> Record {
@@ -98,7 +124,11 @@ fn multi(d: &[(&str, &str)], values: &[(&str, &str, &str)], time_ms: i64) -> Rec
         measure_value_type: Some("MULTI".into()),
         measure_values: values
             .iter()
-            .map(|(n, v, k)| MeasureValue { name: (*n).into(), value: (*v).into(), kind: (*k).into() })
+            .map(|(n, v, k)| MeasureValue {
+                name: (*n).into(),
+                value: (*v).into(),
+                kind: (*k).into(),
+            })
             .collect(),
         time: Some(time_ms.to_string()),
         ..Record::default()
@@ -111,11 +141,19 @@ fn all(ts: &TimeSeries<EmbeddedStore>, table: &str, sel: &Selection) -> Result<V
         out.push(p);
         ControlFlow::Continue(())
     })?;
-    out.sort_by(|a, b| (&a.measure_name, &a.dimensions, a.time_ns).cmp(&(&b.measure_name, &b.dimensions, b.time_ns)));
+    out.sort_by(|a, b| {
+        (&a.measure_name, &a.dimensions, a.time_ns).cmp(&(
+            &b.measure_name,
+            &b.dimensions,
+            b.time_ns,
+        ))
+    });
     Ok(out)
 }
 
-fn rejected(r: std::result::Result<almanac_timeseries::Ingested, Error>) -> Vec<(usize, Option<i64>)> {
+fn rejected(
+    r: std::result::Result<almanac_timeseries::Ingested, Error>,
+) -> Vec<(usize, Option<i64>)> {
     match r {
         Err(Error::Rejected(v)) => v.iter().map(|r| (r.index, r.existing_version)).collect(),
         other => panic!("expected rejections, got {other:?}"),
@@ -134,11 +172,22 @@ fn every_pattern_round_trips_single_and_multi_records() -> Result {
                 for minute in 0..5 {
                     let time = base + minute * 60_000 + 7; // sub-second times too
                     let d = [("location", "us-west2"), ("balloon", balloon)];
-                    records.push(single(&d, "pressure", "BIGINT", &(94_000 + minute).to_string(), time));
+                    records.push(single(
+                        &d,
+                        "pressure",
+                        "BIGINT",
+                        &(94_000 + minute).to_string(),
+                        time,
+                    ));
                     records.push(single(&d, "temperature", "DOUBLE", "9.5", time));
                     records.push(multi(
                         &d,
-                        &[("humidity", "65.5", "DOUBLE"), ("ok", "true", "BOOLEAN"), ("note", "a#b@c", "VARCHAR"), ("seen", "5", "TIMESTAMP")],
+                        &[
+                            ("humidity", "65.5", "DOUBLE"),
+                            ("ok", "true", "BOOLEAN"),
+                            ("note", "a#b@c", "VARCHAR"),
+                            ("seen", "5", "TIMESTAMP"),
+                        ],
                         time,
                     ));
                 }
@@ -149,12 +198,27 @@ fn every_pattern_round_trips_single_and_multi_records() -> Result {
             assert_eq!(points.len(), 30, "{pattern:?} reverse={reverse}");
             let one = points
                 .iter()
-                .find(|p| p.measure_name == "pressure" && p.time_ns == (base + 120_007) * 1_000_000 && p.dimensions[1].1 == "3699")
+                .find(|p| {
+                    p.measure_name == "pressure"
+                        && p.time_ns == (base + 120_007) * 1_000_000
+                        && p.dimensions[1].1 == "3699"
+                })
                 .ok_or("pressure point missing")?;
             assert_eq!(one.measures, Measures::Single(Value::Bigint(94_002)));
-            assert_eq!(one.dimensions, vec![("location".into(), "us-west2".into()), ("balloon".into(), "3699".into())]);
-            let m = points.iter().find(|p| p.measure_name == "readings").ok_or("multi missing")?;
-            let Measures::Multi(vs) = &m.measures else { panic!("not multi") };
+            assert_eq!(
+                one.dimensions,
+                vec![
+                    ("location".into(), "us-west2".into()),
+                    ("balloon".into(), "3699".into())
+                ]
+            );
+            let m = points
+                .iter()
+                .find(|p| p.measure_name == "readings")
+                .ok_or("multi missing")?;
+            let Measures::Multi(vs) = &m.measures else {
+                panic!("not multi")
+            };
             assert!(vs.contains(&("note".into(), Value::Varchar("a#b@c".into()))));
             assert!(vs.contains(&("seen".into(), Value::Timestamp(5_000_000))));
             // Selections prune: one measure, one balloon, one time range.
@@ -167,16 +231,38 @@ fn every_pattern_round_trips_single_and_multi_records() -> Result {
             };
             let got = all(&f.ts, &t, &sel)?;
             assert_eq!(got.len(), 2, "{pattern:?} reverse={reverse}: {got:?}");
-            assert!(got.iter().all(|p| p.measure_name == "temperature" && p.dimensions[1].1 == "3698"));
+            assert!(
+                got.iter()
+                    .all(|p| p.measure_name == "temperature" && p.dimensions[1].1 == "3698")
+            );
             // Attribute projection of multi-measure records.
-            let sel = Selection { attributes: Some(vec!["humidity".into()]), measure_name: Some("readings".into()), ..Selection::default() };
+            let sel = Selection {
+                attributes: Some(vec!["humidity".into()]),
+                measure_name: Some("readings".into()),
+                ..Selection::default()
+            };
             let got = all(&f.ts, &t, &sel)?;
             assert_eq!(got.len(), 10);
-            assert!(got.iter().all(|p| p.measures == Measures::Multi(vec![("humidity".into(), Value::Double(65.5))])));
+            assert!(
+                got.iter().all(|p| p.measures
+                    == Measures::Multi(vec![("humidity".into(), Value::Double(65.5))]))
+            );
             // Latest per series.
-            let (latest, _) = f.ts.latest("db1", &t, &Selection { measure_name: Some("pressure".into()), ..Selection::default() })?;
+            let (latest, _) = f.ts.latest(
+                "db1",
+                &t,
+                &Selection {
+                    measure_name: Some("pressure".into()),
+                    ..Selection::default()
+                },
+            )?;
             assert_eq!(latest.len(), 2, "{pattern:?} reverse={reverse}");
-            assert!(latest.iter().all(|p| p.time_ns == (base + 240_007) * 1_000_000 && p.measures == Measures::Single(Value::Bigint(94_004))));
+            assert!(
+                latest
+                    .iter()
+                    .all(|p| p.time_ns == (base + 240_007) * 1_000_000
+                        && p.measures == Measures::Single(Value::Bigint(94_004)))
+            );
         }
     }
     Ok(())
@@ -192,30 +278,49 @@ fn versions_upsert_idempotent_or_rejected_with_the_stored_version() -> Result {
         let mut r = single(&d, "cpu", "DOUBLE", "1.5", time);
         f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))?;
         // Same version, same value: accepted, nothing changes.
-        assert_eq!(f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))?.total, 1);
+        assert_eq!(
+            f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))?
+                .total,
+            1
+        );
         // Same version, different value: rejected with version 1.
         r.measure_value = Some("2.5".into());
-        assert_eq!(rejected(f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))), vec![(0, Some(1))]);
+        assert_eq!(
+            rejected(f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))),
+            vec![(0, Some(1))]
+        );
         // Higher version: upserts.
         r.version = Some(5);
         f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))?;
         let got = all(&f.ts, &t, &Selection::default())?;
         assert_eq!(got.len(), 1, "{pattern:?}: {got:?}");
-        assert_eq!((got[0].version, &got[0].measures), (5, &Measures::Single(Value::Double(2.5))));
+        assert_eq!(
+            (got[0].version, &got[0].measures),
+            (5, &Measures::Single(Value::Double(2.5)))
+        );
         // Lower version: rejected with 5.
         r.version = Some(4);
         r.measure_value = Some("9".into());
-        assert_eq!(rejected(f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))), vec![(0, Some(5))]);
+        assert_eq!(
+            rejected(f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))),
+            vec![(0, Some(5))]
+        );
         // Within one request: the later record sees the earlier one.
         let a = single(&d, "cpu", "DOUBLE", "7", time + 1);
         let mut b = a.clone();
         b.measure_value = Some("8".into());
         let mut c = b.clone();
         c.version = Some(2);
-        assert_eq!(rejected(f.ts.write_records("db1", &t, None, &[a, b, c])), vec![(1, Some(1))]);
+        assert_eq!(
+            rejected(f.ts.write_records("db1", &t, None, &[a, b, c])),
+            vec![(1, Some(1))]
+        );
         let got = all(&f.ts, &t, &Selection::default())?;
         assert_eq!(got.len(), 2);
-        assert_eq!((got[1].version, &got[1].measures), (2, &Measures::Single(Value::Double(8.0))));
+        assert_eq!(
+            (got[1].version, &got[1].measures),
+            (2, &Measures::Single(Value::Double(8.0)))
+        );
         // After a restart of the process (marks forgotten) the stored versions still hold.
         let path = f._dir.0.clone();
         let clock = f.clock.clone();
@@ -223,7 +328,10 @@ fn versions_upsert_idempotent_or_rejected_with_the_stored_version() -> Result {
         let ts = open_at(&path, clock)?;
         let mut r = single(&d, "cpu", "DOUBLE", "3", time);
         r.version = Some(5);
-        assert_eq!(rejected(ts.write_records("db1", &t, None, std::slice::from_ref(&r))), vec![(0, Some(5))]);
+        assert_eq!(
+            rejected(ts.write_records("db1", &t, None, std::slice::from_ref(&r))),
+            vec![(0, Some(5))]
+        );
         assert_eq!(all(&ts, &t, &Selection::default())?.len(), 2);
     }
     Ok(())
@@ -239,9 +347,16 @@ fn bucketed_patterns_keep_one_point_per_series_per_millisecond() -> Result {
         a.time_unit = Some("NANOSECONDS".into());
         let mut b = a.clone();
         b.time = Some((ns + 2).to_string());
-        assert_eq!(rejected(f.ts.write_records("db1", &t, None, &[a, b])).len(), 1);
+        assert_eq!(
+            rejected(f.ts.write_records("db1", &t, None, &[a, b])).len(),
+            1
+        );
         let got = all(&f.ts, &t, &Selection::default())?;
-        assert_eq!(got.iter().map(|p| p.time_ns).collect::<Vec<_>>(), vec![ns + 1], "nanoseconds survive");
+        assert_eq!(
+            got.iter().map(|p| p.time_ns).collect::<Vec<_>>(),
+            vec![ns + 1],
+            "nanoseconds survive"
+        );
     }
     Ok(())
 }
@@ -255,11 +370,28 @@ fn retention_windows_and_magnetic_writes() -> Result {
     let future = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS + 16 * 60_000);
     let ancient = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS - 31 * 24 * hour);
     let ok = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS - 23 * hour);
-    let r = rejected(f.ts.write_records("db1", &t, None, &[old.clone(), future.clone(), ancient.clone(), ok]));
+    let r = rejected(f.ts.write_records(
+        "db1",
+        &t,
+        None,
+        &[old.clone(), future.clone(), ancient.clone(), ok],
+    ));
     assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1, 2]);
-    f.ts.update_table("db1", &t, None, Some(MagneticWrites { enabled: true, rejected_report_location: None }))?;
-    let out = f.ts.write_records_outcome("db1", &t, None, &[old, future, ancient])?;
-    assert_eq!(out.rejected.iter().map(|x| x.index).collect::<Vec<_>>(), vec![1, 2]);
+    f.ts.update_table(
+        "db1",
+        &t,
+        None,
+        Some(MagneticWrites {
+            enabled: true,
+            rejected_report_location: None,
+        }),
+    )?;
+    let out =
+        f.ts.write_records_outcome("db1", &t, None, &[old, future, ancient])?;
+    assert_eq!(
+        out.rejected.iter().map(|x| x.index).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
     assert_eq!((out.ingested.total, out.ingested.magnetic_store), (1, 1));
     // GC enforces the retention on reads: 31 days later everything is gone.
     f.clock.advance(31 * 24 * hour * 1000);
@@ -272,7 +404,12 @@ fn schema_types_and_request_limits() -> Result {
     let f = fixture("schema")?;
     let t = table(&f, Pattern::RowColumns, false)?;
     let time = NOW_MS - 1;
-    f.ts.write_records("db1", &t, None, &[single(&[("h", "1")], "cpu", "DOUBLE", "1", time)])?;
+    f.ts.write_records(
+        "db1",
+        &t,
+        None,
+        &[single(&[("h", "1")], "cpu", "DOUBLE", "1", time)],
+    )?;
     let r = rejected(f.ts.write_records(
         "db1",
         &t,
@@ -285,12 +422,31 @@ fn schema_types_and_request_limits() -> Result {
     ));
     assert_eq!(r, vec![(0, None), (1, None)]);
     let meta = f.ts.describe_table("db1", &t)?;
-    assert_eq!(meta.schema.measures.len(), 2, "mem was admitted, the BIGINT cpu was not");
-    assert!(matches!(f.ts.write_records("db1", &t, None, &[]), Err(Error::Validation(_))));
+    assert_eq!(
+        meta.schema.measures.len(),
+        2,
+        "mem was admitted, the BIGINT cpu was not"
+    );
+    assert!(matches!(
+        f.ts.write_records("db1", &t, None, &[]),
+        Err(Error::Validation(_))
+    ));
     let many = vec![single(&[("h", "1")], "cpu", "DOUBLE", "1", time); 101];
-    assert!(matches!(f.ts.write_records("db1", &t, None, &many), Err(Error::Validation(_))));
-    assert!(matches!(f.ts.write_records("db1", "nope", None, &many), Err(Error::NotFound { kind: "table", .. })));
-    assert!(matches!(f.ts.write_records("nodb", "nope", None, &many), Err(Error::NotFound { kind: "database", .. })));
+    assert!(matches!(
+        f.ts.write_records("db1", &t, None, &many),
+        Err(Error::Validation(_))
+    ));
+    assert!(matches!(
+        f.ts.write_records("db1", "nope", None, &many),
+        Err(Error::NotFound { kind: "table", .. })
+    ));
+    assert!(matches!(
+        f.ts.write_records("nodb", "nope", None, &many),
+        Err(Error::NotFound {
+            kind: "database",
+            ..
+        })
+    ));
     Ok(())
 }
 
@@ -298,23 +454,55 @@ fn schema_types_and_request_limits() -> Result {
 fn catalog_crud_and_reopen() -> Result {
     let f = fixture("catalog")?;
     f.ts.create_database("alpha", None)?;
-    assert!(matches!(f.ts.create_database("alpha", None), Err(Error::Conflict { .. })));
-    assert!(matches!(f.ts.create_database("a", None), Err(Error::Validation(_))));
+    assert!(matches!(
+        f.ts.create_database("alpha", None),
+        Err(Error::Conflict { .. })
+    ));
+    assert!(matches!(
+        f.ts.create_database("a", None),
+        Err(Error::Validation(_))
+    ));
     for i in 0..5 {
         f.ts.create_table("alpha", &format!("t{i:02}"), NewTable::default())?;
     }
-    assert!(matches!(f.ts.create_table("alpha", "t00", NewTable::default()), Err(Error::Conflict { .. })));
-    assert!(matches!(f.ts.delete_database("alpha"), Err(Error::Validation(_))));
+    assert!(matches!(
+        f.ts.create_table("alpha", "t00", NewTable::default()),
+        Err(Error::Conflict { .. })
+    ));
+    assert!(matches!(
+        f.ts.delete_database("alpha"),
+        Err(Error::Validation(_))
+    ));
     assert_eq!(f.ts.describe_database("alpha")?.table_count, 5);
     let page = f.ts.list_tables(Some("alpha"), Some(("alpha", "t01")), 2)?;
-    assert_eq!(page.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["t02", "t03"]);
-    f.ts.update_table("alpha", "t00", Some(Retention { memory_hours: 2, magnetic_days: 9 }), None)?;
+    assert_eq!(
+        page.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["t02", "t03"]
+    );
+    f.ts.update_table(
+        "alpha",
+        "t00",
+        Some(Retention {
+            memory_hours: 2,
+            magnetic_days: 9,
+        }),
+        None,
+    )?;
     f.ts.delete_table("alpha", "t04")?;
     let path = f._dir.0.clone();
     drop(f.ts);
     let ts = open_at(&path, f.clock.clone())?;
     assert_eq!(ts.describe_database("alpha")?.table_count, 4);
-    assert_eq!(ts.describe_table("alpha", "t00")?.retention, Retention { memory_hours: 2, magnetic_days: 9 });
-    assert!(matches!(ts.describe_table("alpha", "t04"), Err(Error::NotFound { .. })));
+    assert_eq!(
+        ts.describe_table("alpha", "t00")?.retention,
+        Retention {
+            memory_hours: 2,
+            magnetic_days: 9
+        }
+    );
+    assert!(matches!(
+        ts.describe_table("alpha", "t04"),
+        Err(Error::NotFound { .. })
+    ));
     Ok(())
 }
