@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -31,23 +33,32 @@ def find_almanac_bin() -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(avoid: tuple = ()) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in avoid:
+            return port
 
 
 class AlmanacServer:
-    """One `almanac serve` process on 127.0.0.1, its stderr captured to a file."""
+    """One `almanac serve` process on 127.0.0.1, its stderr captured to a file.
+
+    Besides the gRPC port it serves the Timestream write API (AWS JSON 1.0 over HTTP) on a
+    second loopback port, `--timestream-addr`; `ts_endpoint` is its URL for boto3.
+    """
 
     READY_TIMEOUT_S = 60
     STOP_TIMEOUT_S = 60
 
-    def __init__(self, binary: str, data_dir: Path, log_dir: Path):
+    def __init__(self, binary: str, data_dir: Path, log_dir: Path, timestream: bool = True):
         self.binary = binary
         self.data_dir = Path(data_dir)
         self.log_dir = Path(log_dir)
+        self.timestream = timestream
         self.port: int | None = None
+        self.ts_port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self._starts = 0
@@ -55,6 +66,16 @@ class AlmanacServer:
     @property
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def ts_host(self) -> str:
+        return f"127.0.0.1:{self.ts_port}"
+
+    @property
+    def ts_endpoint(self) -> str:
+        """The Timestream write endpoint, for boto3's `endpoint_url`."""
+        assert self.timestream, "server started without --timestream-addr"
+        return f"http://{self.ts_host}"
 
     @property
     def running(self) -> bool:
@@ -65,7 +86,7 @@ class AlmanacServer:
             return "(no log)"
         return self.log_path.read_text(errors="replace")
 
-    def start(self, port: int | None = None) -> None:
+    def start(self, port: int | None = None, ts_port: int | None = None) -> None:
         assert not self.running, "server already running"
         if shutil.which(self.binary) is None:
             pytest.fail(f"almanac binary not executable: {self.binary}", pytrace=False)
@@ -75,16 +96,22 @@ class AlmanacServer:
         self.log_path = self.log_dir / f"almanac-{self.port}-{self._starts}.log"
         log = open(self.log_path, "wb")
         cmd = [self.binary, "serve", "--addr", self.host, "--data-dir", str(self.data_dir)]
+        # Both "listening on" lines must appear; `\b` keeps port 1234 from matching 12345.
+        needles = [re.compile(rf"(?<!timestream )listening on {re.escape(self.host)}\b")]
+        if self.timestream:
+            self.ts_port = ts_port or free_port(avoid=(self.port,))
+            cmd += ["--timestream-addr", self.ts_host]
+            needles.append(re.compile(rf"timestream listening on {re.escape(self.ts_host)}\b"))
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         finally:
             log.close()
-        needle = f"listening on {self.host}"
         deadline = time.monotonic() + self.READY_TIMEOUT_S
         while time.monotonic() < deadline:
-            if needle in self.log_text():
+            text = self.log_text()
+            if all(n.search(text) for n in needles):
                 return
             if self.proc.poll() is not None:
                 pytest.fail(
@@ -96,7 +123,8 @@ class AlmanacServer:
         self.proc.kill()
         self.proc.wait()
         pytest.fail(
-            f"almanac did not print {needle!r} within {self.READY_TIMEOUT_S}s\n"
+            f"almanac did not print all of {[n.pattern for n in needles]} "
+            f"within {self.READY_TIMEOUT_S}s\n"
             f"--- output ---\n{self.log_text()}",
             pytrace=False,
         )
@@ -122,7 +150,10 @@ class AlmanacServer:
         """Stop (requiring exit code 0) and start again on the same data dir."""
         code = self.stop()
         assert code == 0, f"exit code {code} after SIGTERM\n--- output ---\n{self.log_text()}"
-        self.start(self.port if same_port else None)
+        if same_port:
+            self.start(self.port, self.ts_port)
+        else:
+            self.start()
 
     def assert_alive(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
@@ -246,3 +277,176 @@ def int64(value: int) -> bytes:
 def from_int64(raw: bytes) -> int:
     assert len(raw) == 8, f"expected an 8-byte int64, got {len(raw)} bytes: {raw!r}"
     return int.from_bytes(raw, "big", signed=True)
+
+
+# ---- Timestream (boto3) ------------------------------------------------------------
+
+# Never read the user's AWS setup: these win over ~/.aws and any AWS_* already exported.
+_AWS_ENV = {
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+_AWS_ENV_DROP = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_TIMESTREAM_WRITE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_USE_FIPS_ENDPOINT",
+    "AWS_USE_DUALSTACK_ENDPOINT",
+    "AWS_ENABLE_ENDPOINT_DISCOVERY",
+)
+
+
+@contextlib.contextmanager
+def isolated_aws_env():
+    """AWS_* environment that points botocore at nothing of the user's (restored on exit)."""
+    saved = {k: os.environ.get(k) for k in (*_AWS_ENV, *_AWS_ENV_DROP)}
+    os.environ.update(_AWS_ENV)
+    for k in _AWS_ENV_DROP:
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def ts_write_client(endpoint: str, validate: bool = True):
+    """A boto3 `timestream-write` client for `endpoint` with fixed fake credentials.
+
+    Retries are off so an error reaches the test as the server sent it. `validate=False`
+    turns off botocore's client-side checks (required members, `min` constraints) so that
+    requests AWS would refuse server-side can be sent at all (e.g. an empty `Records`).
+    Call it inside `isolated_aws_env()`.
+    """
+    import boto3  # imported here so the Bigtable-only tests do not need it
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        region_name="us-east-1",
+    )
+    return session.client(
+        "timestream-write",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            connect_timeout=10,
+            read_timeout=60,
+            parameter_validation=validate,
+        ),
+    )
+
+
+def ts_list_all(client, op: str, key: str, page_size: int | None = None, **kwargs) -> list:
+    """Every item of ListDatabases/ListTables, following NextToken (boto3 has no paginator)."""
+    items: list = []
+    token = None
+    for _ in range(10_000):
+        args = dict(kwargs)
+        if page_size is not None:
+            args["MaxResults"] = page_size
+        if token is not None:
+            args["NextToken"] = token
+        resp = getattr(client, op)(**args)
+        page = resp.get(key, [])
+        if page_size is not None:
+            assert len(page) <= page_size, f"{op} returned {len(page)} > MaxResults={page_size}"
+        items.extend(page)
+        token = resp.get("NextToken")
+        if not token:
+            return items
+    raise AssertionError(f"{op} pagination did not terminate")
+
+
+def _ts_name(nodeid: str) -> str:
+    """A unique, valid Timestream name ([a-zA-Z0-9_.-], 3..256) that says which test made it."""
+    name = nodeid.rsplit("::", 1)[-1]
+    stem = re.sub(r"[^a-zA-Z0-9_.-]+", "_", name).strip("_")[:60] or "t"
+    return f"{stem}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class TsTable:
+    """One Timestream table made by the `ts` fixture; `write` is WriteRecords on it."""
+
+    client: object
+    db: str
+    name: str
+    created: dict = field(default_factory=dict)  # CreateTable's `Table`
+
+    def write(self, records, common=None, client=None):
+        args = {"DatabaseName": self.db, "TableName": self.name, "Records": records}
+        if common is not None:
+            args["CommonAttributes"] = common
+        return (client or self.client).write_records(**args)
+
+    def describe(self) -> dict:
+        return self.client.describe_table(DatabaseName=self.db, TableName=self.name)["Table"]
+
+
+class TsFactory:
+    """Makes uniquely named databases/tables through `client`; `cleanup` deletes them all."""
+
+    def __init__(self, client, nodeid: str):
+        self.client = client
+        self.nodeid = nodeid
+        self.databases: list[str] = []
+
+    def name(self) -> str:
+        return _ts_name(self.nodeid)
+
+    def database(self, name: str | None = None) -> str:
+        name = name or self.name()
+        self.client.create_database(DatabaseName=name)
+        self.databases.append(name)
+        return name
+
+    def track(self, db: str) -> None:
+        """Delete `db` (made some other way) at teardown too."""
+        self.databases.append(db)
+
+    def table(
+        self,
+        db: str | None = None,
+        name: str | None = None,
+        memory_hours: int | None = None,
+        magnetic_days: int | None = None,
+        magnetic_writes: bool | None = None,
+    ) -> TsTable:
+        """CreateTable; retention given only if either period is, magnetic writes only if set."""
+        db = db or self.database()
+        name = name or self.name()
+        args: dict = {"DatabaseName": db, "TableName": name}
+        if memory_hours is not None or magnetic_days is not None:
+            args["RetentionProperties"] = {
+                "MemoryStoreRetentionPeriodInHours": memory_hours or 6,
+                "MagneticStoreRetentionPeriodInDays": magnetic_days or 73000,
+            }
+        if magnetic_writes is not None:
+            args["MagneticStoreWriteProperties"] = {"EnableMagneticStoreWrites": magnetic_writes}
+        created = self.client.create_table(**args)["Table"]
+        return TsTable(client=self.client, db=db, name=name, created=created)
+
+    def cleanup(self) -> None:
+        errors = self.client.exceptions
+        for db in reversed(self.databases):
+            try:
+                for t in ts_list_all(self.client, "list_tables", "Tables", DatabaseName=db):
+                    try:
+                        self.client.delete_table(DatabaseName=db, TableName=t["TableName"])
+                    except errors.ResourceNotFoundException:
+                        pass
+                self.client.delete_database(DatabaseName=db)
+            except errors.ResourceNotFoundException:
+                pass

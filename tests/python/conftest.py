@@ -24,6 +24,9 @@ from bt_helpers import (
     BtTable,
     emulator_env,
     find_almanac_bin,
+    TsFactory,
+    isolated_aws_env,
+    ts_write_client,
 )
 
 
@@ -148,6 +151,42 @@ def fresh_server(almanac_bin, tmp_path):
     yield srv
     if srv.running:
         srv.stop()
+
+
+# ---- Timestream -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _aws_env():
+    """The user's AWS config/credentials files and profile are invisible for the session."""
+    with isolated_aws_env():
+        yield
+
+
+@pytest.fixture(scope="session")
+def ts_write(server, _aws_env):
+    """boto3 `timestream-write` client on the session server (endpoint_url => no discovery)."""
+    client = ts_write_client(server.ts_endpoint)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def ts_write_unvalidated(server, _aws_env):
+    """Like `ts_write` but without botocore's client-side parameter validation."""
+    client = ts_write_client(server.ts_endpoint, validate=False)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ts(request, ts_write, server) -> TsFactory:
+    """Factory: ts.database() -> name; ts.table(db=None, memory_hours=, magnetic_days=,
+    magnetic_writes=) -> TsTable (a fresh database when db is None). Deleted on teardown."""
+    factory = TsFactory(ts_write, request.node.nodeid)
+    yield factory
+    if server.running:
+        factory.cleanup()
 
 
 def pytest_report_header(config):
