@@ -42,7 +42,7 @@ pub struct BenchArgs {
     dir: Option<PathBuf>,
 }
 
-fn cpu_secs() -> f64 {
+pub(crate) fn cpu_secs() -> f64 {
     // utime and stime are fields 14 and 15 of /proc/self/stat, in clock ticks (100/s on Linux).
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return 0.0;

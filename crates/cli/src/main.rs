@@ -9,6 +9,7 @@
 mod bench;
 mod cbt;
 mod loadgen;
+mod patterns;
 mod serve;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ enum BenchCommand {
     Engine(bench::BenchArgs),
     /// Load over gRPC against a running server.
     Grpc(loadgen::GrpcArgs),
+    /// The seeds' four time-series patterns compared on weather balloons.
+    Patterns(patterns::PatternArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -55,6 +58,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
+        Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.

@@ -302,6 +302,11 @@ pub fn write_records<S: WideColumnStore>(
 /// `CommonAttributes` and a record.
 fn check_request(common: Option<&Record>, records: &[Record]) -> Result<()> {
     for (i, r) in records.iter().enumerate() {
+        if r.dimensions.is_empty() && common.is_none_or(|c| c.dimensions.is_empty()) {
+            return Err(Error::invalid(format!(
+                "Record {i} has no dimensions; at least one dimension is required."
+            )));
+        }
         if let Some(v) = r.version.filter(|v| *v < 1) {
             return Err(Error::invalid(format!(
                 "Record {i} has Version {v}; versions must be 1 or greater."

@@ -1,0 +1,335 @@
+//! `almanac bench patterns`: the seeds' comparison of the four Bigtable time-series
+//! patterns, on the seeds' own example (weather balloons reporting pressure,
+//! temperature, humidity and altitude once a minute), through the time-series layer.
+//!
+//! For each pattern, and for single-measure records (one record per measure) and
+//! multi-measure records (one record per reading with four values):
+//! 1. open a fresh embedded engine (fsync `buffer`: this measures layouts, not disks),
+//!    create a table with that layout (bucket `--bucket`),
+//! 2. write `--balloons` x `--days` x 1440 readings in WriteRecords batches of 100
+//!    records, timed (points/s, CPU µs per point); a point is one measure value,
+//! 3. compact and report bytes on disk per point,
+//! 4. time the seeds' typical reads, each `--reads` times over random balloons:
+//!    one balloon's last hour, one measure across all balloons for a day, the latest
+//!    reading of every balloon.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use almanac_engine::clock::{Clock, Rng, SystemClock};
+use almanac_engine::{Durability, Engine, Options};
+use almanac_timeseries::{
+    Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Record, Retention,
+    Selection, TimeSeries,
+};
+use anyhow::Context;
+
+use crate::bench::cpu_secs;
+
+/// Records per WriteRecords batch (Timestream's maximum).
+const BATCH: usize = 100;
+/// Regions the balloons fly over (the seeds use Google Cloud region names).
+const LOCATIONS: [&str; 5] = [
+    "us-west2",
+    "asia-south2",
+    "europe-west1",
+    "us-east1",
+    "asia-southeast1",
+];
+/// Measures of a reading, with their types.
+const MEASURES: [(&str, &str); 4] = [
+    ("pressure", "BIGINT"),
+    ("temperature", "DOUBLE"),
+    ("humidity", "BIGINT"),
+    ("altitude", "BIGINT"),
+];
+
+/// Flags of `almanac bench patterns`.
+#[derive(Debug, clap::Args)]
+pub struct PatternArgs {
+    /// Balloons (series).
+    #[arg(long, default_value_t = 100)]
+    balloons: u32,
+    /// Days of readings, one a minute.
+    #[arg(long, default_value_t = 1)]
+    days: u32,
+    /// Bucket of the bucketed patterns (`1h`, `1d`, seconds…).
+    #[arg(long, default_value = "1h")]
+    bucket: String,
+    /// Repetitions of each read.
+    #[arg(long, default_value_t = 20)]
+    reads: u32,
+    /// Only these patterns (comma-separated); default all four.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Directory for the data (a subdirectory per run, deleted after). Default: temp.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// One run's numbers.
+struct RunResult {
+    points: u64,
+    write: Duration,
+    cpu: f64,
+    bytes: u64,
+    last_hour: Duration,
+    one_measure_day: Duration,
+    latest: Duration,
+}
+
+fn below(rng: &mut Rng, n: u64) -> u64 {
+    rng.next_u64() % n
+}
+
+fn readings(balloon: u32, minute: u64, rng: &mut Rng) -> [String; 4] {
+    let base = f64::from(balloon % 17);
+    [
+        (94_000 + below(rng, 2000)).to_string(),
+        format!("{:.1}", 5.0 + base + (below(rng, 100) as f64) / 10.0),
+        (40 + below(rng, 50)).to_string(),
+        (500 + (minute % 600) + below(rng, 10)).to_string(),
+    ]
+}
+
+fn dims(balloon: u32) -> Vec<Dimension> {
+    vec![
+        Dimension {
+            name: "location".into(),
+            value: LOCATIONS[balloon as usize % LOCATIONS.len()].into(),
+        },
+        Dimension {
+            name: "balloon".into(),
+            value: format!("{balloon:04}"),
+        },
+    ]
+}
+
+/// The records of one minute of one balloon.
+fn records_of(balloon: u32, minute: u64, time_ms: i64, multi: bool, rng: &mut Rng) -> Vec<Record> {
+    let values = readings(balloon, minute, rng);
+    let time = Some(time_ms.to_string());
+    if multi {
+        return vec![Record {
+            dimensions: dims(balloon),
+            measure_name: Some("reading".into()),
+            measure_value_type: Some("MULTI".into()),
+            measure_values: MEASURES
+                .iter()
+                .zip(&values)
+                .map(|((n, k), v)| MeasureValue {
+                    name: (*n).into(),
+                    value: v.clone(),
+                    kind: (*k).into(),
+                })
+                .collect(),
+            time,
+            ..Record::default()
+        }];
+    }
+    MEASURES
+        .iter()
+        .zip(values)
+        .map(|((n, k), v)| Record {
+            dimensions: dims(balloon),
+            measure_name: Some((*n).into()),
+            measure_value: Some(v),
+            measure_value_type: Some((*k).into()),
+            time: time.clone(),
+            ..Record::default()
+        })
+        .collect()
+}
+
+fn timed<T>(reps: u32, mut f: impl FnMut(u32) -> anyhow::Result<T>) -> anyhow::Result<Duration> {
+    let t0 = Instant::now();
+    for i in 0..reps {
+        f(i)?;
+    }
+    Ok(t0.elapsed() / reps.max(1))
+}
+
+fn run_one(
+    args: &PatternArgs,
+    dir: &std::path::Path,
+    pattern: Pattern,
+    multi: bool,
+) -> anyhow::Result<RunResult> {
+    let _ = std::fs::remove_dir_all(dir);
+    let engine = Arc::new(Engine::open(
+        dir,
+        Options {
+            durability: Durability::Buffer,
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )?);
+    let store = Arc::new(EmbeddedStore::new(
+        Arc::clone(&engine),
+        "projects/bench/instances/patterns",
+    ));
+    let ts = TimeSeries::open(store, Arc::new(SystemClock))?;
+    ts.create_database("weather", None)?;
+    let layout = Layout::from_tags([
+        ("almanac:layout", pattern.as_str()),
+        ("almanac:bucket", args.bucket.as_str()),
+    ])?;
+    let hours = i64::from(args.days) * 24 + 1;
+    ts.create_table(
+        "weather",
+        "balloons",
+        NewTable {
+            layout,
+            retention: Some(Retention {
+                memory_hours: hours,
+                magnetic_days: 3650,
+            }),
+            ..NewTable::default()
+        },
+    )?;
+    let minutes = u64::from(args.days) * 1440;
+    let now_ms = SystemClock.now_us() / 1000;
+    let start_ms = (now_ms - minutes as i64 * 60_000) / 60_000 * 60_000;
+    let mut rng = Rng::new(7);
+    let (c0, t0) = (cpu_secs(), Instant::now());
+    let mut batch: Vec<Record> = Vec::with_capacity(BATCH);
+    let mut points = 0u64;
+    let flush = |batch: &mut Vec<Record>| -> anyhow::Result<()> {
+        if !batch.is_empty() {
+            ts.write_records("weather", "balloons", None, batch)?;
+            batch.clear();
+        }
+        Ok(())
+    };
+    for minute in 0..minutes {
+        let time_ms = start_ms + minute as i64 * 60_000;
+        for balloon in 0..args.balloons {
+            for r in records_of(balloon, minute, time_ms, multi, &mut rng) {
+                points += r.measure_values.len().max(1) as u64;
+                batch.push(r);
+                if batch.len() == BATCH {
+                    flush(&mut batch)?;
+                }
+            }
+        }
+    }
+    flush(&mut batch)?;
+    let write = t0.elapsed();
+    let cpu = cpu_secs() - c0;
+    engine.compact()?;
+    let bytes = engine.disk_space()?.saturating_sub(engine.journal_space()?);
+    let end_ns = (start_ms + minutes as i64 * 60_000) * 1_000_000;
+    let hour_ns = 3_600_000_000_000;
+    let measure = if multi { "reading" } else { "temperature" };
+    let count = |sel: &Selection| -> anyhow::Result<u64> {
+        let mut n = 0;
+        ts.scan("weather", "balloons", sel, &mut |_| {
+            n += 1;
+            ControlFlow::Continue(())
+        })?;
+        Ok(n)
+    };
+    let last_hour = timed(args.reads, |i| {
+        let b = (i * 7919) % args.balloons;
+        let d = dims(b);
+        let sel = Selection {
+            measure_name: None,
+            dimensions: d.into_iter().map(|d| (d.name, d.value)).collect(),
+            start_ns: end_ns - hour_ns,
+            end_ns,
+            attributes: None,
+        };
+        let n = count(&sel)?;
+        anyhow::ensure!(n > 0, "last hour of balloon {b} is empty");
+        Ok(n)
+    })?;
+    let one_measure_day = timed(args.reads.div_ceil(4), |_| {
+        let sel = Selection {
+            measure_name: Some(measure.into()),
+            start_ns: end_ns - 24 * hour_ns,
+            end_ns,
+            attributes: multi.then(|| vec!["temperature".to_string()]),
+            ..Selection::default()
+        };
+        count(&sel)
+    })?;
+    let latest = timed(args.reads, |_| {
+        let sel = Selection {
+            measure_name: Some(measure.into()),
+            ..Selection::default()
+        };
+        let (points, _) = ts.latest("weather", "balloons", &sel)?;
+        anyhow::ensure!(
+            points.len() == args.balloons as usize,
+            "latest found {} balloons",
+            points.len()
+        );
+        Ok(())
+    })?;
+    drop(ts);
+    engine.shutdown()?;
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(RunResult {
+        points,
+        write,
+        cpu,
+        bytes,
+        last_hour,
+        one_measure_day,
+        latest,
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs the comparison and prints one line per pattern and record kind.
+pub fn run(args: PatternArgs) -> anyhow::Result<()> {
+    let base = args.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("almanac-patterns-{}", std::process::id()))
+    });
+    let patterns: Vec<Pattern> = if args.only.is_empty() {
+        Pattern::ALL.to_vec()
+    } else {
+        args.only
+            .iter()
+            .map(|s| Pattern::parse(s))
+            .collect::<Result<_, _>>()?
+    };
+    println!(
+        "almanac bench patterns: {} balloons x {} days x 1440 readings x 4 measures, bucket {}, WriteRecords batches of {BATCH}",
+        args.balloons, args.days, args.bucket
+    );
+    println!(
+        "| pattern | records | write points/s | CPU µs/point | bytes/point | last hour of one balloon | one measure, all balloons, 1 day | latest of every balloon |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for pattern in patterns {
+        for multi in [false, true] {
+            let dir = base.join(format!(
+                "{}-{}",
+                pattern.as_str(),
+                if multi { "multi" } else { "single" }
+            ));
+            let r = run_one(&args, &dir, pattern, multi)
+                .with_context(|| format!("pattern {}", pattern.as_str()))?;
+            println!(
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} ms | {:.1} ms | {:.2} ms |",
+                pattern.as_str(),
+                if multi { "multi" } else { "single" },
+                r.points as f64 / r.write.as_secs_f64(),
+                r.cpu * 1e6 / r.points as f64,
+                r.bytes as f64 / r.points as f64,
+                ms(r.last_hour),
+                ms(r.one_measure_day),
+                ms(r.latest),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    Ok(())
+}
