@@ -2,9 +2,8 @@
 //!
 //! Every handler: parse the table name, convert the request ([`crate::convert`]),
 //! run the engine call on the blocking pool (engine calls may fsync), and map
-//! errors through [`crate::status`]. ReadRows streams: a blocking task walks the
-//! engine's row iterator and sends framed responses ([`crate::chunks`]) through a
-//! bounded channel, so a slow client slows the scan instead of filling memory.
+//! errors through [`crate::status`]. ReadRows answers point reads on the async
+//! worker and streams scans from the blocking pool ([`crate::read_rows`]).
 
 use almanac_api::google::bigtable::v2 as pb;
 use almanac_api::google::bigtable::v2::bigtable_server::Bigtable;
@@ -12,18 +11,12 @@ use almanac_engine::read::ReadRequest;
 use almanac_engine::rowset::RowRange;
 use almanac_engine::{Engine, RowMutations};
 use bytes::Bytes;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status};
 
-use crate::chunks::Framer;
 use crate::convert;
 use crate::names;
-use crate::status::{IntoStatus, invalid, to_rpc_status, to_status};
-
-/// Responses buffered per ReadRows stream.
-const READ_CHANNEL_DEPTH: usize = 4;
+use crate::status::{IntoStatus, invalid, to_rpc_status};
 
 /// The Data API over one engine.
 #[derive(Clone)]
@@ -110,50 +103,8 @@ impl Bigtable for DataService {
             limit: (req.rows_limit > 0).then_some(req.rows_limit as u64),
             reversed: req.reversed,
         };
-        let engine = self.engine.clone();
-        // Open the stream before answering, so a bad request fails the call itself.
-        let mut rows =
-            blocking(move || engine.read_rows(&name.instance, &name.table, read).status()).await?;
-        let (tx, rx) = mpsc::channel(READ_CHANNEL_DEPTH);
-        tokio::task::spawn_blocking(move || {
-            let mut framer = Framer::default();
-            for row in rows.by_ref() {
-                match row {
-                    Ok(row) => {
-                        for resp in framer.push_row(row) {
-                            if tx.blocking_send(Ok(resp)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(to_status(&e)));
-                        return;
-                    }
-                }
-            }
-            let stats = rows.stats();
-            if !framer.is_empty() || full_stats {
-                let mut last = framer.take();
-                if full_stats {
-                    last.request_stats = Some(pb::RequestStats {
-                        stats_view: Some(pb::request_stats::StatsView::FullReadStatsView(
-                            pb::FullReadStatsView {
-                                read_iteration_stats: Some(pb::ReadIterationStats {
-                                    rows_seen_count: stats.rows_returned as i64,
-                                    rows_returned_count: stats.rows_returned as i64,
-                                    cells_seen_count: stats.cells_seen as i64,
-                                    cells_returned_count: stats.cells_returned as i64,
-                                }),
-                                request_latency_stats: None,
-                            },
-                        )),
-                    });
-                }
-                let _ = tx.blocking_send(Ok(last));
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let stream = crate::read_rows::read_rows(&self.engine, &name, read, full_stats)?;
+        Ok(Response::new(stream))
     }
 
     async fn sample_row_keys(

@@ -9,7 +9,8 @@
 //!    [`MAX_MESSAGE_BYTES`], room for a 256 MiB row).
 //! 2. The handler ([`data`], [`admin`], [`instance`]) parses the resource name
 //!    ([`names`]) and converts the request to engine types ([`convert`]).
-//! 3. The engine call runs on tokio's blocking pool (it may wait for an fsync).
+//! 3. Point reads run on the async worker ([`read_rows`]); other engine calls run
+//!    on tokio's blocking pool (they may wait for an fsync).
 //! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]).
 //! 5. Engine errors become gRPC statuses in exactly one place ([`status`]); RPCs
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
@@ -20,6 +21,7 @@ pub mod convert;
 pub mod data;
 pub mod instance;
 pub mod names;
+pub mod read_rows;
 pub mod status;
 pub mod timestream;
 pub mod unimplemented;
