@@ -451,6 +451,13 @@ impl Engine {
         self.inner.commit.wait_durable(&self.inner.db)
     }
 
+    /// Waits until every write committed before this call is durable by the fsync
+    /// policy (one group commit covers all of them): what [`crate::write::Unsynced`]
+    /// results need before they are acknowledged.
+    pub fn sync(&self) -> Result<()> {
+        self.inner.commit.wait_durable(&self.inner.db)
+    }
+
     /// Bytes of the write-ahead journal on disk (part of [`Engine::disk_space`]).
     pub fn journal_space(&self) -> Result<u64> {
         Ok(self.inner.db.journal_disk_space()?)

@@ -10,7 +10,9 @@
 //! 2. [`validate`] checks every mutation and limit; failure writes nothing.
 //! 3. The row's stripe lock is taken; mutations apply in order into an overlay.
 //! 4. The overlay becomes one fjall batch (one journal record, one seqno).
-//! 5. The row lock is released and [`durability`] waits for the fsync policy.
+//! 5. The row lock is released and [`durability`] waits for the fsync policy. The
+//!    `*_unsynced` variants stop before that wait and return an [`Unsynced`] result,
+//!    so a caller can apply many writes and cover them all with one [`Engine::sync`].
 //!
 //! ## A read, step by step ([`read`])
 //! 1. Schema `Arc` and storage snapshot taken; filter compiled and planned ([`plan`]).
@@ -52,4 +54,4 @@ pub use db::{DropRows, Engine, Options};
 pub use durability::Durability;
 pub use error::{Error, Result};
 pub use read::{ReadRequest, ReadStats, RowStream};
-pub use write::RowMutations;
+pub use write::{RowMutations, Unsynced};

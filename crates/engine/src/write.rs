@@ -39,6 +39,40 @@ pub struct RowMutations {
     pub mutations: Vec<Mutation>,
 }
 
+/// The result of a write that is in the journal (visible to readers) but not yet
+/// durable by the fsync policy. It must not be acknowledged before
+/// [`Unsynced::sync`], or [`Engine::sync`] called after it, returns.
+#[must_use = "a write is not durable until it is synced"]
+#[derive(Debug)]
+pub struct Unsynced<T> {
+    value: T,
+    wrote: bool,
+}
+
+impl<T> Unsynced<T> {
+    fn new(value: T, wrote: bool) -> Self {
+        Self { value, wrote }
+    }
+
+    /// Whether the call wrote anything (a write that changed nothing needs no sync).
+    pub fn wrote(&self) -> bool {
+        self.wrote
+    }
+
+    /// Waits for the fsync policy (group commit), then gives the result.
+    pub fn sync(self, engine: &Engine) -> Result<T> {
+        if self.wrote {
+            engine.sync()?;
+        }
+        Ok(self.value)
+    }
+
+    /// The result, for a caller that has called [`Engine::sync`] since the write.
+    pub fn synced_by_caller(self) -> T {
+        self.value
+    }
+}
+
 /// Pending changes by full cell key: `Some(value)` writes, `None` deletes.
 type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
@@ -238,6 +272,18 @@ impl Engine {
         key: &[u8],
         mutations: &[Mutation],
     ) -> Result<()> {
+        self.mutate_row_unsynced(instance, table, key, mutations)?
+            .sync(self)
+    }
+
+    /// [`Engine::mutate_row`] without waiting for the fsync policy.
+    pub fn mutate_row_unsynced(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        mutations: &[Mutation],
+    ) -> Result<Unsynced<()>> {
         let cat = self.catalog()?;
         let meta = cat.get(instance, table)?;
         validate::mutations(meta, key, mutations)?;
@@ -248,10 +294,7 @@ impl Engine {
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
-        Ok(())
+        Ok(Unsynced::new((), written))
     }
 
     /// Applies a MutateRows batch: each entry is atomic on its own; the result has
@@ -263,6 +306,17 @@ impl Engine {
         table: &str,
         entries: &[RowMutations],
     ) -> Result<Vec<Result<()>>> {
+        self.mutate_rows_unsynced(instance, table, entries)?
+            .sync(self)
+    }
+
+    /// [`Engine::mutate_rows`] without waiting for the fsync policy.
+    pub fn mutate_rows_unsynced(
+        &self,
+        instance: &str,
+        table: &str,
+        entries: &[RowMutations],
+    ) -> Result<Unsynced<Vec<Result<()>>>> {
         let total: usize = entries.iter().map(|e| e.mutations.len()).sum();
         if total > crate::limits::MAX_MUTATIONS_PER_REQUEST {
             return Err(Error::limit(
@@ -298,10 +352,7 @@ impl Engine {
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
-        Ok(statuses)
+        Ok(Unsynced::new(statuses, written))
     }
 
     /// Reads the row with `predicate` (on the whole row, GC applied); applies
@@ -316,6 +367,20 @@ impl Engine {
         on_match: &[Mutation],
         on_miss: &[Mutation],
     ) -> Result<bool> {
+        self.check_and_mutate_unsynced(instance, table, key, predicate, on_match, on_miss)?
+            .sync(self)
+    }
+
+    /// [`Engine::check_and_mutate`] without waiting for the fsync policy.
+    pub fn check_and_mutate_unsynced(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> Result<Unsynced<bool>> {
         validate::row_key(key)?;
         if on_match.is_empty() && on_miss.is_empty() {
             return Err(Error::Invalid(
@@ -345,10 +410,7 @@ impl Engine {
             (matched, a.commit()?)
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
-        Ok(matched)
+        Ok(Unsynced::new(matched, written))
     }
 
     /// Applies append / increment rules to the latest cells of their columns,
@@ -361,6 +423,18 @@ impl Engine {
         key: &[u8],
         rules: &[ReadModifyWriteRule],
     ) -> Result<Row> {
+        self.read_modify_write_unsynced(instance, table, key, rules)?
+            .sync(self)
+    }
+
+    /// [`Engine::read_modify_write`] without waiting for the fsync policy.
+    pub fn read_modify_write_unsynced(
+        &self,
+        instance: &str,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> Result<Unsynced<Row>> {
         validate::row_key(key)?;
         if rules.is_empty() {
             return Err(Error::Invalid(
@@ -474,7 +548,6 @@ impl Engine {
             }
         };
         drop(cat);
-        self.inner.commit.wait_durable(&self.inner.db)?;
-        Ok(out)
+        Ok(Unsynced::new(out, true))
     }
 }

@@ -1,9 +1,9 @@
 //! The Bigtable Data API (`google.bigtable.v2.Bigtable`).
 //!
 //! Every handler: parse the table name, convert the request ([`crate::convert`]),
-//! run the engine call on the blocking pool (engine calls may fsync), and map
-//! errors through [`crate::status`]. ReadRows answers point reads on the async
-//! worker and streams scans from the blocking pool ([`crate::read_rows`]).
+//! run the engine call, and map errors through [`crate::status`]. ReadRows answers
+//! point reads on the async worker and streams scans from the blocking pool
+//! ([`crate::read_rows`]).
 
 use almanac_api::google::bigtable::v2 as pb;
 use almanac_api::google::bigtable::v2::bigtable_server::Bigtable;
@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status};
 
+use crate::committer::Committer;
 use crate::convert;
 use crate::names;
 use crate::status::{IntoStatus, invalid, to_rpc_status};
@@ -22,12 +23,14 @@ use crate::status::{IntoStatus, invalid, to_rpc_status};
 #[derive(Clone)]
 pub struct DataService {
     engine: Engine,
+    committer: Committer,
 }
 
 impl DataService {
-    /// Serves `engine`.
-    pub fn new(engine: Engine) -> Self {
-        Self { engine }
+    /// Serves `engine`; starts the write committer thread.
+    pub fn new(engine: Engine) -> std::io::Result<Self> {
+        let committer = Committer::start(engine.clone())?;
+        Ok(Self { engine, committer })
     }
 }
 
@@ -150,13 +153,13 @@ impl Bigtable for DataService {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let muts = convert::mutations(&req.mutations)?;
-        let engine = self.engine.clone();
-        blocking(move || {
-            engine
-                .mutate_row(&name.instance, &name.table, &req.row_key, &muts)
-                .status()
-        })
-        .await?;
+        self.committer
+            .write(move |engine| {
+                engine
+                    .mutate_row_unsynced(&name.instance, &name.table, &req.row_key, &muts)
+                    .status()
+            })
+            .await?;
         Ok(Response::new(pb::MutateRowResponse {}))
     }
 
@@ -167,61 +170,56 @@ impl Bigtable for DataService {
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         // A malformed entry fails alone, like any other per-entry error.
-        let mut parsed: Vec<Result<RowMutations, almanac_api::google::rpc::Status>> =
+        let mut good: Vec<RowMutations> = Vec::with_capacity(req.entries.len());
+        let mut malformed: Vec<Option<almanac_api::google::rpc::Status>> =
             Vec::with_capacity(req.entries.len());
-        for e in &req.entries {
-            parsed.push(
-                convert::mutations(&e.mutations)
-                    .map(|m| RowMutations {
+        for e in req.entries {
+            match convert::mutations(&e.mutations) {
+                Ok(mutations) => {
+                    good.push(RowMutations {
                         key: e.row_key.to_vec(),
-                        mutations: m,
-                    })
-                    .map_err(|s| almanac_api::google::rpc::Status {
-                        code: s.code() as i32,
-                        message: s.message().to_owned(),
-                        details: vec![],
-                    }),
-            );
+                        mutations,
+                    });
+                    malformed.push(None);
+                }
+                Err(s) => malformed.push(Some(almanac_api::google::rpc::Status {
+                    code: s.code() as i32,
+                    message: s.message().to_owned(),
+                    details: vec![],
+                })),
+            }
         }
-        let engine = self.engine.clone();
-        let entries = blocking(move || {
-            let good: Vec<RowMutations> = parsed
-                .iter()
-                .filter_map(|p| p.as_ref().ok().cloned())
-                .collect();
-            let results = engine
-                .mutate_rows(&name.instance, &name.table, &good)
-                .status()?;
-            let mut results = results.into_iter();
-            let ok = almanac_api::google::rpc::Status {
-                code: 0,
-                message: String::new(),
-                details: vec![],
-            };
-            Ok(parsed
-                .into_iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let status = match p {
-                        Err(s) => s,
-                        Ok(_) => match results.next() {
-                            Some(Ok(())) => ok.clone(),
-                            Some(Err(e)) => to_rpc_status(&e),
-                            None => almanac_api::google::rpc::Status {
-                                code: 13,
-                                message: "entry lost".into(),
-                                details: vec![],
-                            },
+        let results = self
+            .committer
+            .write(move |engine| {
+                engine
+                    .mutate_rows_unsynced(&name.instance, &name.table, &good)
+                    .status()
+            })
+            .await?;
+        let mut results = results.into_iter();
+        let entries = malformed
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let status = match m {
+                    Some(s) => s,
+                    None => match results.next() {
+                        Some(Ok(())) => almanac_api::google::rpc::Status::default(),
+                        Some(Err(e)) => to_rpc_status(&e),
+                        None => almanac_api::google::rpc::Status {
+                            code: tonic::Code::Internal as i32,
+                            message: "entry lost".into(),
+                            details: vec![],
                         },
-                    };
-                    pb::mutate_rows_response::Entry {
-                        index: i as i64,
-                        status: Some(status),
-                    }
-                })
-                .collect::<Vec<_>>())
-        })
-        .await?;
+                    },
+                };
+                pb::mutate_rows_response::Entry {
+                    index: i as i64,
+                    status: Some(status),
+                }
+            })
+            .collect();
         let resp = pb::MutateRowsResponse {
             entries,
             rate_limit_info: None,
@@ -242,20 +240,21 @@ impl Bigtable for DataService {
             .transpose()?;
         let on_match = convert::mutations(&req.true_mutations)?;
         let on_miss = convert::mutations(&req.false_mutations)?;
-        let engine = self.engine.clone();
-        let matched = blocking(move || {
-            engine
-                .check_and_mutate(
-                    &name.instance,
-                    &name.table,
-                    &req.row_key,
-                    predicate.as_ref(),
-                    &on_match,
-                    &on_miss,
-                )
-                .status()
-        })
-        .await?;
+        let matched = self
+            .committer
+            .write(move |engine| {
+                engine
+                    .check_and_mutate_unsynced(
+                        &name.instance,
+                        &name.table,
+                        &req.row_key,
+                        predicate.as_ref(),
+                        &on_match,
+                        &on_miss,
+                    )
+                    .status()
+            })
+            .await?;
         Ok(Response::new(pb::CheckAndMutateRowResponse {
             predicate_matched: matched,
         }))
@@ -280,13 +279,14 @@ impl Bigtable for DataService {
             .iter()
             .map(convert::rmw_rule)
             .collect::<Result<Vec<_>, _>>()?;
-        let engine = self.engine.clone();
-        let row = blocking(move || {
-            engine
-                .read_modify_write(&name.instance, &name.table, &req.row_key, &rules)
-                .status()
-        })
-        .await?;
+        let row = self
+            .committer
+            .write(move |engine| {
+                engine
+                    .read_modify_write_unsynced(&name.instance, &name.table, &req.row_key, &rules)
+                    .status()
+            })
+            .await?;
         Ok(Response::new(pb::ReadModifyWriteRowResponse {
             row: Some(cells_to_family(row)),
         }))

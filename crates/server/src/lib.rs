@@ -9,14 +9,17 @@
 //!    [`MAX_MESSAGE_BYTES`], room for a 256 MiB row).
 //! 2. The handler ([`data`], [`admin`], [`instance`]) parses the resource name
 //!    ([`names`]) and converts the request to engine types ([`convert`]).
-//! 3. Point reads run on the async worker ([`read_rows`]); other engine calls run
-//!    on tokio's blocking pool (they may wait for an fsync).
+//! 3. Point reads run on the async worker, scans on tokio's blocking pool
+//!    ([`read_rows`]); writes go to the committer thread, which applies them in
+//!    groups and answers after one fsync per group ([`committer`]); admin calls run
+//!    on the blocking pool.
 //! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]).
 //! 5. Engine errors become gRPC statuses in exactly one place ([`status`]); RPCs
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
 
 pub mod admin;
 pub mod chunks;
+pub mod committer;
 pub mod convert;
 pub mod data;
 pub mod instance;
@@ -53,6 +56,9 @@ pub enum ServeError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The write committer thread could not start.
+    #[error("cannot start the write committer: {0}")]
+    Committer(std::io::Error),
     /// The transport failed.
     #[error("gRPC transport: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -85,7 +91,8 @@ pub async fn serve(
     bound: Bound,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let data = BigtableServer::new(data::DataService::new(engine.clone()))
+    let data = data::DataService::new(engine.clone()).map_err(ServeError::Committer)?;
+    let data = BigtableServer::new(data)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let table_admin = BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
