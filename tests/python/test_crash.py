@@ -78,9 +78,9 @@ def test_acknowledged_writes_survive_sigkill(fresh_server):
     for t in threads:
         t.start()
     time.sleep(LOAD_SECONDS)
-    fresh_server.proc.kill()  # SIGKILL while writes are in flight
+    stop.set()  # writers start no new call; the ones in flight meet the kill
+    fresh_server.proc.kill()  # SIGKILL
     fresh_server.proc.wait()
-    stop.set()
     for t in threads:
         t.join(timeout=60)
     table.close()

@@ -1,6 +1,8 @@
 //! When an acknowledged write is on disk: the fsync policy and group commit.
 //!
-//! Every write batch goes to fjall's journal. What happens next is the policy:
+//! Every write batch goes to fjall's journal buffer. What happens next is the policy
+//! (under sync and buffer fjall does not flush that buffer by itself: the group
+//! commit below writes it out once per group):
 //! - [`Durability::Sync`] (default): before a write is acknowledged the journal is
 //!   `fdatasync`ed. Concurrent writers share one fsync (group commit): the first
 //!   writer to find no sync in flight becomes the leader, syncs everything written
