@@ -19,6 +19,7 @@
 
 pub mod admin;
 pub mod chunks;
+pub mod coalesce;
 pub mod committer;
 pub mod convert;
 pub mod data;
@@ -100,11 +101,12 @@ pub async fn serve(
     let instance_admin =
         BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
     // Small gRPC frames must not wait for Nagle's algorithm and delayed ACKs (a ~40 ms
-    // stall per streaming call on loopback).
+    // stall per streaming call on loopback); instead the frames a connection has ready
+    // leave in one write ([`coalesce`]).
     let incoming = TcpListenerStream::new(bound.listener).map(|conn| {
         conn.and_then(|s| {
             s.set_nodelay(true)?;
-            Ok(s)
+            Ok(coalesce::Coalesce::new(s))
         })
     });
     tonic::transport::Server::builder()
