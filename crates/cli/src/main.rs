@@ -10,6 +10,7 @@ mod bench;
 mod cbt;
 mod loadgen;
 mod serve;
+mod tsbs;
 
 use std::path::PathBuf;
 
@@ -27,7 +28,8 @@ struct Cli {
 enum Command {
     /// Run the server (Bigtable gRPC) on an embedded data directory.
     Serve(serve::ServeArgs),
-    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`).
+    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`,
+    /// `bench tsbs`).
     #[command(subcommand)]
     Bench(BenchCommand),
     #[command(flatten)]
@@ -40,6 +42,8 @@ enum BenchCommand {
     Engine(bench::BenchArgs),
     /// Load over gRPC against a running server.
     Grpc(loadgen::GrpcArgs),
+    /// The TSBS cpu-only write load over HTTP: Almanac's Timestream API or InfluxDB.
+    Tsbs(tsbs::TsbsArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -56,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(args),
         Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
+        Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
             if let Err(e) = cbt::run(cmd) {
