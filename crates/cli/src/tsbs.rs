@@ -632,7 +632,7 @@ fn parse_start(s: &str) -> anyhow::Result<i64> {
     {
         return Err(bad());
     }
-    let offset = match &s[19..] {
+    let offset = match s.get(19..).ok_or_else(bad)? {
         "Z" | "z" => 0,
         tz if tz.len() == 6 && tz.as_bytes()[3] == b':' => {
             let sign = match tz.as_bytes()[0] {
@@ -697,6 +697,8 @@ mod tests {
         assert!(parse_start("2016-01-01").is_err());
         assert!(parse_start("2016-13-01T00:00:00Z").is_err());
         assert!(parse_start("2016-01-01T00:00:00.5Z").is_err());
+        assert!(parse_start("2016-01-01T00:00:0é+02:00").is_err());
+        assert!(parse_start("2016-01-01T00:00:00é1:00").is_err());
         for secs in [0, 1_451_606_400, 1_709_210_096, 4_102_444_799, -86_401] {
             assert_eq!(parse_start(&format_rfc3339(secs)).unwrap(), secs);
         }
@@ -721,6 +723,143 @@ mod tests {
             failed_rows(Target::Influx, &resp(400, "partial write"), 10),
             10
         );
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TsbsArgs,
+    }
+
+    /// Requests a fake server saw: the X-Amz-Target header and the body.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+    /// A fake Timestream write endpoint: CreateDatabase succeeds, CreateTable answers
+    /// ConflictException, and every third WriteRecords rejects records 0 and 5.
+    fn fake_timestream() -> (String, Seen) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Seen::default();
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let seen = seen2.clone();
+                std::thread::spawn(move || {
+                    let conn = conn.unwrap();
+                    conn.set_nodelay(true).unwrap();
+                    let mut r = BufReader::new(conn);
+                    loop {
+                        let (mut target, mut len, mut json) = (String::new(), 0, false);
+                        loop {
+                            let mut line = String::new();
+                            if r.read_line(&mut line).unwrap() == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if line.starts_with("POST ") {
+                                assert_eq!(line, "POST / HTTP/1.1\r\n");
+                                continue;
+                            }
+                            let (k, v) = line.trim_end().split_once(": ").unwrap();
+                            match k {
+                                "X-Amz-Target" => target = v.to_string(),
+                                "Content-Length" => len = v.parse().unwrap(),
+                                "Content-Type" => json = v == AMZ_JSON,
+                                _ => {}
+                            }
+                        }
+                        assert!(json);
+                        let mut body = vec![0; len];
+                        r.read_exact(&mut body).unwrap();
+                        let mut seen = seen.lock().unwrap();
+                        seen.push((target.clone(), String::from_utf8(body).unwrap()));
+                        let (status, reply) = match target.rsplit('.').next().unwrap() {
+                            "CreateTable" => (
+                                400,
+                                r#"{"__type":"com.amazonaws.timestream.v20181101#ConflictException","message":"exists"}"#,
+                            ),
+                            "WriteRecords" if seen.len() % 3 == 0 => (
+                                419,
+                                r#"{"__type":"com.amazonaws.timestream.v20181101#RejectedRecordsException","message":"m","RejectedRecords":[{"RecordIndex":0,"Reason":"r"},{"RecordIndex":5,"Reason":"r"}]}"#,
+                            ),
+                            _ => (200, "{}"),
+                        };
+                        drop(seen);
+                        let head = format!(
+                            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n",
+                            reply.len()
+                        );
+                        r.get_mut().write_all(head.as_bytes()).unwrap();
+                        r.get_mut().write_all(reply.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn loads_a_timestream_endpoint() {
+        use clap::Parser as _;
+        let (url, seen) = fake_timestream();
+        // 7 hosts x 30 readings = 210 records, in batches of 100 per writer.
+        let cli = Cli::try_parse_from([
+            "tsbs",
+            "--url",
+            &url,
+            "--hosts",
+            "7",
+            "--days",
+            "0.003472",
+            "--interval-secs",
+            "10",
+            "--start",
+            "2024-01-01T00:00:00Z",
+            "--writers",
+            "2",
+        ])
+        .unwrap();
+        run(cli.args).unwrap();
+        let seen = seen.lock().unwrap();
+        let targets: Vec<&str> = seen.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(
+            targets[..2],
+            [
+                "Timestream_20181101.CreateDatabase",
+                "Timestream_20181101.CreateTable"
+            ]
+        );
+        assert!(
+            seen[1].1.contains(
+                r#""MemoryStoreRetentionPeriodInHours":2,"MagneticStoreRetentionPeriodInDays":3650"#
+            ),
+            "{}",
+            seen[1].1
+        );
+        let writes: Vec<&String> = seen[2..]
+            .iter()
+            .map(|(t, b)| {
+                assert_eq!(t, "Timestream_20181101.WriteRecords");
+                b
+            })
+            .collect();
+        // Writer 0 has hosts 0, 2, 4, 6 (120 rows: 100 + 20), writer 1 hosts 1, 3, 5 (90).
+        assert_eq!(writes.len(), 3);
+        let records: usize = writes
+            .iter()
+            .map(|b| b.matches(r#""MeasureValueType":"MULTI""#).count())
+            .sum();
+        assert_eq!(records, 210);
+        // 2024-01-01T00:00:00Z, then 29 readings 10 s apart, in milliseconds.
+        let has = |t: &str| {
+            writes
+                .iter()
+                .any(|b| b.contains(&format!(r#""Time":"{t}""#)))
+        };
+        assert!(has("1704067200000") && has("1704067490000") && !has("1704067500000"));
     }
 
     #[test]
