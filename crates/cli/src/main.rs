@@ -8,9 +8,11 @@
 
 mod bench;
 mod cbt;
+mod http;
 mod loadgen;
 mod patterns;
 mod serve;
+mod tsbs;
 
 use std::path::PathBuf;
 
@@ -28,7 +30,8 @@ struct Cli {
 enum Command {
     /// Run the server (Bigtable gRPC) on an embedded data directory.
     Serve(serve::ServeArgs),
-    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`).
+    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`,
+    /// `bench tsbs`).
     #[command(subcommand)]
     Bench(BenchCommand),
     #[command(flatten)]
@@ -43,6 +46,8 @@ enum BenchCommand {
     Grpc(loadgen::GrpcArgs),
     /// The seeds' four time-series patterns compared on weather balloons.
     Patterns(patterns::PatternArgs),
+    /// The TSBS cpu-only write load over HTTP: Almanac's Timestream API or InfluxDB.
+    Tsbs(tsbs::TsbsArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -60,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
         Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
+        Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
             if let Err(e) = cbt::run(cmd) {
