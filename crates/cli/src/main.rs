@@ -12,6 +12,7 @@ mod http;
 mod loadgen;
 mod patterns;
 mod serve;
+mod ts;
 mod tsbs;
 
 use std::path::PathBuf;
@@ -34,6 +35,14 @@ enum Command {
     /// `bench tsbs`).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Timestream-style databases, tables and record files (talks to `serve`'s
+    /// Timestream endpoint).
+    Ts {
+        #[command(flatten)]
+        conn: ts::TsConn,
+        #[command(subcommand)]
+        command: ts::TsCommand,
+    },
     #[command(flatten)]
     Cbt(cbt::CbtCommand),
 }
@@ -62,6 +71,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Ts { conn, command } => ts::run(&conn, command),
         Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
         Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),

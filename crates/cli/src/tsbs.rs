@@ -44,9 +44,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 
+use crate::http::{Client, Endpoint, Response, query_escape};
 use crate::loadgen::process_cpu_secs;
 use data::{Format, Spec};
-use crate::http::{Client, Endpoint, Response, query_escape};
 
 /// Rows per InfluxDB request: the TSBS loader's default `--batch-size`.
 const INFLUX_BATCH: usize = 10_000;
