@@ -86,7 +86,7 @@ pub struct CreateTableArgs {
     /// Accept records older than the memory store window.
     #[arg(long)]
     magnetic_writes: bool,
-    /// Storage pattern: bucket-cells (default), bucket-columns, row-serialized, row-columns.
+    /// Storage pattern: row-serialized (default), row-columns, bucket-cells, bucket-columns.
     #[arg(long)]
     layout: Option<String>,
     /// Time bucket of the bucketed patterns (e.g. 1h, 15m, 1d).

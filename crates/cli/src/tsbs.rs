@@ -131,6 +131,12 @@ pub struct TsbsArgs {
     /// Seconds `--data-dir` must stay the same size to count as settled.
     #[arg(long, default_value_t = 60)]
     settle_quiet_secs: u64,
+    /// Almanac: the table's storage pattern (`almanac:layout` tag), default the server's.
+    #[arg(long)]
+    layout: Option<String>,
+    /// Almanac: the bucket of a bucketed layout (`almanac:bucket` tag, e.g. 1h).
+    #[arg(long)]
+    bucket: Option<String>,
     /// Only generate the request bodies (no server), to measure the generator.
     #[arg(long)]
     dry_run: bool,
@@ -350,8 +356,18 @@ fn prepare(args: &TsbsArgs, endpoint: &Endpoint, span_secs: f64) -> anyhow::Resu
                 (
                     "CreateTable",
                     format!(
-                        r#"{{"DatabaseName":{db},"TableName":{},"RetentionProperties":{{"MemoryStoreRetentionPeriodInHours":{memory_hours},"MagneticStoreRetentionPeriodInDays":{MAGNETIC_DAYS}}}}}"#,
-                        data::json_str(&args.table)
+                        r#"{{"DatabaseName":{db},"TableName":{},"RetentionProperties":{{"MemoryStoreRetentionPeriodInHours":{memory_hours},"MagneticStoreRetentionPeriodInDays":{MAGNETIC_DAYS}}},"Tags":[{}]}}"#,
+                        data::json_str(&args.table),
+                        [
+                            ("almanac:layout", &args.layout),
+                            ("almanac:bucket", &args.bucket)
+                        ]
+                        .iter()
+                        .filter_map(|(k, v)| v
+                            .as_ref()
+                            .map(|v| format!(r#"{{"Key":"{k}","Value":{}}}"#, data::json_str(v))))
+                        .collect::<Vec<_>>()
+                        .join(",")
                     ),
                 ),
             ];

@@ -1,7 +1,10 @@
 //! The time-series service on the embedded engine, for every pattern: records round
 //! trip, versions upsert or are rejected with the stored version, retention windows
 //! hold, schemas stay typed, selections prune, and everything survives a reopen.
-#![expect(clippy::panic, reason = "a test should stop loudly at the first surprise")]
+#![expect(
+    clippy::panic,
+    reason = "a test should stop loudly at the first surprise"
+)]
 
 use std::ops::ControlFlow;
 use std::path::Path;
