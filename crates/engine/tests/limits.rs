@@ -238,3 +238,41 @@ fn filter_nesting_and_labels() {
         "15",
     );
 }
+
+#[test]
+fn delete_from_column_time_range_is_checked() {
+    let e = engine("delrange");
+    let del = |start_us, end_us| Mutation::DeleteFromColumn {
+        family: "cf".into(),
+        qualifier: b"q".to_vec(),
+        start_us,
+        end_us,
+    };
+    // As Cloud Bigtable: the start is >= 0 (no server time in a range), an end is
+    // after the start; each rejection names the field and its value and writes nothing.
+    for (m, mentions) in [
+        (del(-1, None), "start_timestamp_micros -1"),
+        (del(-1000, Some(5000)), "start_timestamp_micros -1000"),
+        (del(0, Some(-1)), "end_timestamp_micros -1"),
+        (del(5000, Some(5000)), "end_timestamp_micros 5000"),
+        (del(5000, Some(2000)), "end_timestamp_micros 2000"),
+        (del(0, Some(0)), "end_timestamp_micros 0"),
+        (del(1500, None), "multiple of 1000"),
+    ] {
+        let muts = [set(b"q".to_vec(), 1000, b"v".to_vec()), m];
+        assert_invalid(e.mutate_row(I, "t", b"r", &muts), mentions);
+    }
+    assert_eq!(rows(&e), 0);
+    // Valid ranges: open end, and end after start.
+    e.mutate_row(I, "t", b"r", &[set(b"q".to_vec(), 1000, b"v".to_vec())])
+        .unwrap();
+    e.mutate_row(I, "t", b"r", &[del(0, Some(1000))]).unwrap();
+    assert_eq!(rows(&e), 1);
+    e.mutate_row(I, "t", b"r", &[del(1000, Some(2000))])
+        .unwrap();
+    assert_eq!(rows(&e), 0);
+    e.mutate_row(I, "t", b"r", &[set(b"q".to_vec(), 1000, b"v".to_vec())])
+        .unwrap();
+    e.mutate_row(I, "t", b"r", &[del(0, None)]).unwrap();
+    assert_eq!(rows(&e), 0);
+}

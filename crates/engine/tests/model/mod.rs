@@ -189,14 +189,16 @@ impl MTable {
                     ..
                 } => {
                     check_qualifier(qualifier)?;
-                    if *start_us != 0 {
-                        self.check_ts(*start_us)?;
+                    // Bigtable: start >= 0; an end, when set, >= 0 and after the start.
+                    if *start_us < 0 {
+                        return Err(Kind::Invalid);
                     }
+                    self.check_ts(*start_us)?;
                     if let Some(end) = end_us {
-                        self.check_ts(*end)?;
-                        if end < start_us {
+                        if *end < 0 || end <= start_us {
                             return Err(Kind::Invalid);
                         }
+                        self.check_ts(*end)?;
                     }
                 }
                 Mutation::DeleteFromFamily { .. } | Mutation::DeleteFromRow => {}
