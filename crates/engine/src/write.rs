@@ -9,6 +9,9 @@
 //! 3. Lock the rows (striped locks, in stripe order) and take a snapshot.
 //! 4. Apply the mutations in order into an overlay of pending key changes, reading
 //!    the snapshot where a mutation depends on what is stored (deletes, aggregates).
+//!    Writes see what reads see: an aggregate cell that the family's GC rule collects
+//!    counts as absent even before the sweep removes it, so AddToCell/MergeToCell
+//!    start from nothing there.
 //! 5. Turn the overlay into one fjall batch: one journal record, one sequence
 //!    number, so readers see all of a row's change or none of it.
 //! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
@@ -49,7 +52,10 @@ struct Applier<'a> {
     snapshot: fjall::Snapshot,
     /// Changes of entries already applied in this batch.
     batch: Overlay,
+    /// Server time for `-1` timestamps: the clock, truncated to the table's granularity.
     now_us: i64,
+    /// The clock as GC rules judge cells (reads use the same untruncated time).
+    gc_now_us: i64,
 }
 
 impl<'a> Applier<'a> {
@@ -65,6 +71,7 @@ impl<'a> Applier<'a> {
             snapshot: engine.inner.db.snapshot(),
             batch: Overlay::new(),
             now_us,
+            gc_now_us: now,
         }
     }
 
@@ -201,8 +208,23 @@ impl<'a> Applier<'a> {
                         "family {family:?} is not an aggregate family"
                     )));
                 };
-                let k = keys::cell_key(rp, fam.id, qualifier, self.ts(*timestamp_us));
-                let existing = self.value_at(entry, &k)?;
+                let ts = self.ts(*timestamp_us);
+                let k = keys::cell_key(rp, fam.id, qualifier, ts);
+                let mut existing = self.value_at(entry, &k)?;
+                // A cell the family's GC rule collects is gone for reads, swept or not, so
+                // the fold starts from nothing rather than from its hidden value.
+                let rule = &fam.spec.gc_rule;
+                if existing.is_some() && !rule.is_keep_all() {
+                    let newer = if rule.counts_versions() {
+                        let column = keys::column_prefix(rp, fam.id, qualifier);
+                        self.present_keys(entry, &column, &k)?.len()
+                    } else {
+                        0
+                    };
+                    if rule.collects(newer, ts, self.gc_now_us) {
+                        existing = None;
+                    }
+                }
                 let merge = matches!(m, Mutation::MergeToCell { .. });
                 let v = aggregate::fold(kind, family, merge, existing.as_deref(), input)?;
                 entry.insert(k, Some(v));

@@ -292,11 +292,19 @@ impl MTable {
                     let ValueType::Aggregate(kind) = fam.spec.value_type else {
                         unreachable!("validated")
                     };
-                    let k = (fam.uid, qualifier.clone(), Reverse(ts_of(*timestamp_us)));
+                    let ts = ts_of(*timestamp_us);
+                    let k = (fam.uid, qualifier.clone(), Reverse(ts));
                     let merge = matches!(m, Mutation::MergeToCell { .. });
-                    let v =
-                        aggregate::fold(kind, family, merge, row.get(&k).map(Vec::as_slice), input)
-                            .expect("validated aggregate input");
+                    // A cell the GC rule collects is gone: the fold starts from nothing.
+                    let newer = row
+                        .range((fam.uid, qualifier.clone(), Reverse(i64::MAX))..k.clone())
+                        .count();
+                    let existing = row
+                        .get(&k)
+                        .filter(|_| !fam.spec.gc_rule.collects(newer, ts, now_us))
+                        .map(Vec::as_slice);
+                    let v = aggregate::fold(kind, family, merge, existing, input)
+                        .expect("validated aggregate input");
                     row.insert(k, v);
                 }
             }
