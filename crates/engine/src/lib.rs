@@ -11,6 +11,7 @@
 //! 3. The row's stripe lock is taken; mutations apply in order into an overlay.
 //! 4. The overlay becomes one fjall batch (one journal record, one seqno).
 //! 5. The row lock is released and [`durability`] waits for the fsync policy.
+//! 6. Recommended limits the write passed are reported to the [`warning`] sink.
 //!
 //! ## A read, step by step ([`read`])
 //! 1. Schema `Arc` and storage snapshot taken; filter compiled and planned ([`plan`]).
@@ -45,6 +46,7 @@ pub mod rowset;
 pub mod sample;
 pub mod schema;
 pub mod validate;
+pub mod warning;
 pub mod write;
 
 pub use cell::{Cell, Row};
@@ -52,4 +54,5 @@ pub use db::{DropRows, Engine, Options};
 pub use durability::Durability;
 pub use error::{Error, Result};
 pub use read::{ReadRequest, ReadStats, RowStream};
+pub use warning::{Warning, WarningSink};
 pub use write::RowMutations;

@@ -15,6 +15,7 @@
 //! 5. Turn the overlay into one fjall batch: one journal record, one sequence
 //!    number, so readers see all of a row's change or none of it.
 //! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+//! 7. Report the recommended limits the write passed ([`crate::warning`]).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -27,10 +28,11 @@ use crate::db::Engine;
 use crate::error::{Error, Result};
 use crate::filter::{CompiledFilter, RowFilter};
 use crate::keys;
-use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI};
+use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI, RECOMMENDED_VALUE_BYTES};
 use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
 use crate::schema::{Granularity, ValueType};
 use crate::validate;
+use crate::warning::Warning;
 use crate::{Cell, Row};
 
 /// One entry of a MutateRows batch.
@@ -56,6 +58,8 @@ struct Applier<'a> {
     now_us: i64,
     /// The clock as GC rules judge cells (reads use the same untruncated time).
     gc_now_us: i64,
+    /// Recommended limits that the rows applied so far pass, reported after commit.
+    warnings: Vec<Warning>,
 }
 
 impl<'a> Applier<'a> {
@@ -72,6 +76,7 @@ impl<'a> Applier<'a> {
             batch: Overlay::new(),
             now_us,
             gc_now_us: now,
+            warnings: Vec::new(),
         }
     }
 
@@ -122,6 +127,15 @@ impl<'a> Applier<'a> {
         let mut entry = Overlay::new();
         for m in muts {
             self.apply_one(&rp, key, m, &mut entry)?;
+        }
+        for v in entry.values().flatten() {
+            if v.len() > RECOMMENDED_VALUE_BYTES {
+                self.warnings.push(Warning::LargeValue {
+                    table: self.meta.resource_name(),
+                    row: key.to_vec(),
+                    bytes: v.len(),
+                });
+            }
         }
         self.batch.extend(entry);
         Ok(())
@@ -233,25 +247,45 @@ impl<'a> Applier<'a> {
         Ok(())
     }
 
-    /// Writes the batch overlay; returns whether anything was written.
-    fn commit(self) -> Result<bool> {
-        if self.batch.is_empty() {
-            return Ok(false);
-        }
-        let inner = &self.engine.inner;
-        let mut b = inner.db.batch();
-        for (k, v) in self.batch {
-            match v {
-                Some(v) => b.insert(&inner.cells, k, v),
-                None => b.remove(&inner.cells, k),
+    /// Writes the batch overlay as one fjall batch.
+    fn commit(self) -> Result<Committed> {
+        let written = !self.batch.is_empty();
+        if written {
+            let inner = &self.engine.inner;
+            let mut b = inner.db.batch();
+            for (k, v) in self.batch {
+                match v {
+                    Some(v) => b.insert(&inner.cells, k, v),
+                    None => b.remove(&inner.cells, k),
+                }
             }
+            b.commit()?;
         }
-        b.commit()?;
-        Ok(true)
+        Ok(Committed {
+            written,
+            warnings: self.warnings,
+        })
     }
 }
 
+/// What is left of a commit once the locks are released: waiting for durability, then
+/// reporting the warnings ([`Engine::settle`]).
+#[must_use]
+struct Committed {
+    written: bool,
+    warnings: Vec<Warning>,
+}
+
 impl Engine {
+    /// Waits until a commit is durable, then reports its warnings.
+    fn settle(&self, c: Committed) -> Result<()> {
+        if c.written {
+            self.inner.commit.wait_durable(&self.inner.db)?;
+        }
+        self.warn(&c.warnings);
+        Ok(())
+    }
+
     /// Applies `mutations` to one row atomically.
     pub fn mutate_row(
         &self,
@@ -263,17 +297,14 @@ impl Engine {
         let cat = self.catalog()?;
         let meta = cat.get(instance, table)?;
         validate::mutations(meta, key, mutations)?;
-        let written = {
+        let committed = {
             let _row = self.inner.locks.lock(meta.id, key);
             let mut a = Applier::new(self, meta);
             a.apply_row(key, mutations)?;
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
-        Ok(())
+        self.settle(committed)
     }
 
     /// Applies a MutateRows batch: each entry is atomic on its own; the result has
@@ -302,7 +333,7 @@ impl Engine {
             .iter()
             .map(|e| validate::mutations(meta, &e.key, &e.mutations).map(|_| ()))
             .collect();
-        let written = {
+        let committed = {
             let _rows = self.inner.locks.lock_many(
                 meta.id,
                 entries
@@ -320,9 +351,7 @@ impl Engine {
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
+        self.settle(committed)?;
         Ok(statuses)
     }
 
@@ -355,7 +384,7 @@ impl Engine {
                 validate::mutations(meta, key, muts)?;
             }
         }
-        let (matched, written) = {
+        let (matched, committed) = {
             let _row = self.inner.locks.lock(meta.id, key);
             let row = self.read_row_locked(meta, key, compiled.as_ref())?;
             let matched = row.is_some_and(|r| !r.cells.is_empty());
@@ -367,9 +396,7 @@ impl Engine {
             (matched, a.commit()?)
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
+        self.settle(committed)?;
         Ok(matched)
     }
 
@@ -469,7 +496,7 @@ impl Engine {
                 });
             }
             a.apply_row(key, &muts)?;
-            a.commit()?;
+            let committed = a.commit()?;
             let mut cells: Vec<(u32, Cell)> = touched
                 .into_iter()
                 .filter_map(|(f, q)| {
@@ -490,13 +517,15 @@ impl Engine {
                     .then_with(|| a.1.qualifier.cmp(&b.1.qualifier))
             });
             let cells = cells.into_iter().map(|(_, c)| c).collect();
-            Row {
+            let row = Row {
                 key: key.to_vec(),
                 cells,
-            }
+            };
+            (row, committed)
         };
         drop(cat);
-        self.inner.commit.wait_durable(&self.inner.db)?;
-        Ok(out)
+        let (row, committed) = out;
+        self.settle(committed)?;
+        Ok(row)
     }
 }
