@@ -9,11 +9,18 @@
 //! 3. Lock the rows (striped locks, in stripe order) and take a snapshot.
 //! 4. Apply the mutations in order into an overlay of pending key changes, reading
 //!    the snapshot where a mutation depends on what is stored (deletes, aggregates).
-//! 5. Turn the overlay into one fjall batch: one journal record, one sequence
-//!    number, so readers see all of a row's change or none of it.
-//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+//!    Writes see what reads see: an aggregate cell that the family's GC rule collects
+//!    counts as absent even before the sweep removes it, so AddToCell/MergeToCell
+//!    start from nothing there.
+//! 5. Check the stored row's size ([`crate::rowsize`]): add what the row's mutations
+//!    store to the row's size bound, and measure the row only if the bound passes a
+//!    threshold; a row that would pass 256 MiB is rejected whole.
+//! 6. Turn the overlay and the size records into one fjall batch: one journal record,
+//!    one sequence number, so readers see all of a row's change or none of it.
+//! 7. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+//! 8. Report the recommended limits the write passed ([`crate::warning`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use fjall::Readable;
@@ -24,10 +31,12 @@ use crate::db::Engine;
 use crate::error::{Error, Result};
 use crate::filter::{CompiledFilter, RowFilter};
 use crate::keys;
-use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI};
+use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI, RECOMMENDED_VALUE_BYTES};
 use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
+use crate::rowsize::{self, RowSize};
 use crate::schema::{Granularity, ValueType};
 use crate::validate;
+use crate::warning::Warning;
 use crate::{Cell, Row};
 
 /// One entry of a MutateRows batch.
@@ -49,7 +58,14 @@ struct Applier<'a> {
     snapshot: fjall::Snapshot,
     /// Changes of entries already applied in this batch.
     batch: Overlay,
+    /// Server time for `-1` timestamps: the clock, truncated to the table's granularity.
     now_us: i64,
+    /// The clock as GC rules judge cells (reads use the same untruncated time).
+    gc_now_us: i64,
+    /// Recommended limits that the rows applied so far pass, reported after commit.
+    warnings: Vec<Warning>,
+    /// New size records of the rows this batch changes, by row prefix ([`rowsize`]).
+    sizes: HashMap<Vec<u8>, RowSize>,
 }
 
 impl<'a> Applier<'a> {
@@ -65,6 +81,9 @@ impl<'a> Applier<'a> {
             snapshot: engine.inner.db.snapshot(),
             batch: Overlay::new(),
             now_us,
+            gc_now_us: now,
+            warnings: Vec::new(),
+            sizes: HashMap::new(),
         }
     }
 
@@ -116,8 +135,109 @@ impl<'a> Applier<'a> {
         for m in muts {
             self.apply_one(&rp, key, m, &mut entry)?;
         }
+        let reset = muts.iter().any(|m| matches!(m, Mutation::DeleteFromRow));
+        if let Some(record) = self.row_size(&rp, key, &entry, reset)? {
+            self.sizes.insert(rp, record);
+        }
+        for v in entry.values().flatten() {
+            if v.len() > RECOMMENDED_VALUE_BYTES {
+                self.warnings.push(Warning::LargeValue {
+                    table: self.meta.resource_name(),
+                    row: key.to_vec(),
+                    bytes: v.len(),
+                });
+            }
+        }
         self.batch.extend(entry);
         Ok(())
+    }
+
+    /// The row's new size record after `entry`, or `None` if it stays as it is; an
+    /// error if the row would pass [`crate::limits::MAX_ROW_BYTES`]. `reset`: the
+    /// entry deletes the whole row first. Steps in [`rowsize`].
+    fn row_size(
+        &mut self,
+        rp: &[u8],
+        key: &[u8],
+        entry: &Overlay,
+        reset: bool,
+    ) -> Result<Option<RowSize>> {
+        let mut added = 0u64;
+        for (k, v) in entry {
+            if let Some(v) = v {
+                added += rowsize::cell_bytes(k, v.len())?;
+            }
+        }
+        let old = match (reset, self.sizes.get(rp)) {
+            (true, _) => RowSize::EMPTY,
+            (false, Some(pending)) => *pending,
+            (false, None) => rowsize::stored(&self.snapshot, &self.engine.inner.rows, rp)?,
+        };
+        if added == 0 {
+            // Only deletes: the row cannot grow, and an old bound stays an upper bound.
+            return Ok(reset.then_some(RowSize::EMPTY));
+        }
+        let key_bytes = if old.bound == 0 { key.len() as u64 } else { 0 };
+        let bound = old.bound + key_bytes + added;
+        if !old.needs_measuring(bound) {
+            return Ok(Some(RowSize { bound, ..old }));
+        }
+        let size = if reset {
+            bound
+        } else {
+            self.measure_row(rp, key, entry)?
+        };
+        if size > rowsize::MAX_ROW {
+            return Err(Error::limit(
+                "row size in bytes after this write",
+                size,
+                rowsize::MAX_ROW,
+            ));
+        }
+        let (record, crossed) = old.measured(size);
+        if crossed {
+            self.warnings.push(Warning::LargeRow {
+                table: self.meta.resource_name(),
+                row: key.to_vec(),
+                bytes: size,
+            });
+        }
+        Ok(Some(record))
+    }
+
+    /// The row's exact size as this batch and `entry` would leave it (see [`rowsize`]).
+    fn measure_row(&self, rp: &[u8], key: &[u8], entry: &Overlay) -> Result<u64> {
+        let end = keys::row_end(self.meta.id, key);
+        let range = (Bound::Included(rp.to_vec()), Bound::Excluded(end.clone()));
+        // Pending changes decide over stored cells: the entry's over the batch's.
+        let mut pending: BTreeMap<&[u8], Option<usize>> = BTreeMap::new();
+        for layer in [&self.batch, entry] {
+            for (k, v) in layer.range::<Vec<u8>, _>(range.clone()) {
+                pending.insert(k, v.as_ref().map(Vec::len));
+            }
+        }
+        let mut cells = 0u64;
+        let mut any = false;
+        rowsize::for_each_cell(
+            &self.snapshot,
+            &self.engine.inner.cells,
+            rp,
+            Some(&end),
+            |k, p, size| {
+                if !pending.contains_key(k) && self.meta.family_by_id(p.family_id).is_some() {
+                    cells += (p.qualifier_len(k) + size) as u64;
+                    any = true;
+                }
+                Ok(())
+            },
+        )?;
+        for (k, v) in pending {
+            if let Some(len) = v {
+                cells += rowsize::cell_bytes(k, len)?;
+                any = true;
+            }
+        }
+        Ok(if any { key.len() as u64 + cells } else { 0 })
     }
 
     fn delete_range(
@@ -201,8 +321,23 @@ impl<'a> Applier<'a> {
                         "family {family:?} is not an aggregate family"
                     )));
                 };
-                let k = keys::cell_key(rp, fam.id, qualifier, self.ts(*timestamp_us));
-                let existing = self.value_at(entry, &k)?;
+                let ts = self.ts(*timestamp_us);
+                let k = keys::cell_key(rp, fam.id, qualifier, ts);
+                let mut existing = self.value_at(entry, &k)?;
+                // A cell the family's GC rule collects is gone for reads, swept or not, so
+                // the fold starts from nothing rather than from its hidden value.
+                let rule = &fam.spec.gc_rule;
+                if existing.is_some() && !rule.is_keep_all() {
+                    let newer = if rule.counts_versions() {
+                        let column = keys::column_prefix(rp, fam.id, qualifier);
+                        self.present_keys(entry, &column, &k)?.len()
+                    } else {
+                        0
+                    };
+                    if rule.collects(newer, ts, self.gc_now_us) {
+                        existing = None;
+                    }
+                }
                 let merge = matches!(m, Mutation::MergeToCell { .. });
                 let v = aggregate::fold(kind, family, merge, existing.as_deref(), input)?;
                 entry.insert(k, Some(v));
@@ -211,25 +346,52 @@ impl<'a> Applier<'a> {
         Ok(())
     }
 
-    /// Writes the batch overlay; returns whether anything was written.
-    fn commit(self) -> Result<bool> {
-        if self.batch.is_empty() {
-            return Ok(false);
-        }
-        let inner = &self.engine.inner;
-        let mut b = inner.db.batch();
-        for (k, v) in self.batch {
-            match v {
-                Some(v) => b.insert(&inner.cells, k, v),
-                None => b.remove(&inner.cells, k),
+    /// Writes the batch overlay as one fjall batch.
+    fn commit(self) -> Result<Committed> {
+        let written = !self.batch.is_empty();
+        if written {
+            let inner = &self.engine.inner;
+            let mut b = inner.db.batch();
+            for (k, v) in self.batch {
+                match v {
+                    Some(v) => b.insert(&inner.cells, k, v),
+                    None => b.remove(&inner.cells, k),
+                }
             }
+            for (rp, record) in self.sizes {
+                if record.bound == 0 {
+                    b.remove(&inner.rows, rp);
+                } else {
+                    b.insert(&inner.rows, rp, record.encode());
+                }
+            }
+            b.commit()?;
         }
-        b.commit()?;
-        Ok(true)
+        Ok(Committed {
+            written,
+            warnings: self.warnings,
+        })
     }
 }
 
+/// What is left of a commit once the locks are released: waiting for durability, then
+/// reporting the warnings ([`Engine::settle`]).
+#[must_use]
+struct Committed {
+    written: bool,
+    warnings: Vec<Warning>,
+}
+
 impl Engine {
+    /// Waits until a commit is durable, then reports its warnings.
+    fn settle(&self, c: Committed) -> Result<()> {
+        if c.written {
+            self.inner.commit.wait_durable(&self.inner.db)?;
+        }
+        self.warn(&c.warnings);
+        Ok(())
+    }
+
     /// Applies `mutations` to one row atomically.
     pub fn mutate_row(
         &self,
@@ -241,17 +403,14 @@ impl Engine {
         let cat = self.catalog()?;
         let meta = cat.get(instance, table)?;
         validate::mutations(meta, key, mutations)?;
-        let written = {
+        let committed = {
             let _row = self.inner.locks.lock(meta.id, key);
             let mut a = Applier::new(self, meta);
             a.apply_row(key, mutations)?;
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
-        Ok(())
+        self.settle(committed)
     }
 
     /// Applies a MutateRows batch: each entry is atomic on its own; the result has
@@ -280,7 +439,7 @@ impl Engine {
             .iter()
             .map(|e| validate::mutations(meta, &e.key, &e.mutations).map(|_| ()))
             .collect();
-        let written = {
+        let committed = {
             let _rows = self.inner.locks.lock_many(
                 meta.id,
                 entries
@@ -298,9 +457,7 @@ impl Engine {
             a.commit()?
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
+        self.settle(committed)?;
         Ok(statuses)
     }
 
@@ -333,7 +490,7 @@ impl Engine {
                 validate::mutations(meta, key, muts)?;
             }
         }
-        let (matched, written) = {
+        let (matched, committed) = {
             let _row = self.inner.locks.lock(meta.id, key);
             let row = self.read_row_locked(meta, key, compiled.as_ref())?;
             let matched = row.is_some_and(|r| !r.cells.is_empty());
@@ -345,9 +502,7 @@ impl Engine {
             (matched, a.commit()?)
         };
         drop(cat);
-        if written {
-            self.inner.commit.wait_durable(&self.inner.db)?;
-        }
+        self.settle(committed)?;
         Ok(matched)
     }
 
@@ -447,7 +602,7 @@ impl Engine {
                 });
             }
             a.apply_row(key, &muts)?;
-            a.commit()?;
+            let committed = a.commit()?;
             let mut cells: Vec<(u32, Cell)> = touched
                 .into_iter()
                 .filter_map(|(f, q)| {
@@ -468,13 +623,15 @@ impl Engine {
                     .then_with(|| a.1.qualifier.cmp(&b.1.qualifier))
             });
             let cells = cells.into_iter().map(|(_, c)| c).collect();
-            Row {
+            let row = Row {
                 key: key.to_vec(),
                 cells,
-            }
+            };
+            (row, committed)
         };
         drop(cat);
-        self.inner.commit.wait_durable(&self.inner.db)?;
-        Ok(out)
+        let (row, committed) = out;
+        self.settle(committed)?;
+        Ok(row)
     }
 }
