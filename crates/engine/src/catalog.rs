@@ -8,9 +8,6 @@
 //! - `t` instance `0x00` table name → a table record (below).
 //! - `x` table_id (u32 BE) → empty: a deleted table whose cells are still to purge.
 //! - `y` table_id (u32 BE) family_id (u32 BE) → empty: a dropped family to purge.
-//! - `s` → u8 version (1): the `rows` keyspace holds a size record for every non-empty
-//!   row ([`crate::rowsize`]); absent in data directories written before records
-//!   existed, which get them on open.
 //!
 //! A table record, all integers big-endian:
 //! ```text
@@ -39,8 +36,6 @@ const MAX_DECODE_DEPTH: usize = 64;
 
 /// Meta key of the table-id counter.
 pub const NEXT_TABLE_ID_KEY: &[u8] = b"n";
-/// Meta key marking that every non-empty row has a size record ([`crate::rowsize`]).
-pub const ROW_SIZES_KEY: &[u8] = b"s";
 
 /// A column family as the engine tracks it.
 #[derive(Debug, Clone, PartialEq, Eq)]

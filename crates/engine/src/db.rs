@@ -83,8 +83,6 @@ pub(crate) struct Inner {
     pub db: Database,
     pub cells: Keyspace,
     pub meta: Keyspace,
-    /// One size record per non-empty row ([`crate::rowsize`]).
-    pub rows: Keyspace,
     pub catalog: RwLock<Catalog>,
     pub clock: Arc<dyn Clock>,
     pub rng: Rng,
@@ -130,14 +128,11 @@ impl Engine {
             ))
         })?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        let rows = db.keyspace("rows", KeyspaceCreateOptions::default)?;
         let catalog = load_catalog(&db, &meta)?;
-        crate::rowsize::ensure_records(&db, &cells, &rows, &meta)?;
         let inner = Arc::new(Inner {
             db,
             cells,
             meta,
-            rows,
             catalog: RwLock::new(catalog),
             clock: options.clock,
             rng: Rng::new(options.rng_seed),
@@ -436,19 +431,15 @@ impl Engine {
                 let cat = self.catalog()?;
                 let meta = Arc::clone(cat.get(instance, name)?);
                 let (lo, hi) = encoded_range(meta.id, &RowRange::prefix(prefix));
-                // Size records first: a write racing with the purge then leaves a record
-                // at least as large as what survives of its row (see `rowsize`).
-                self.purge_range(&self.inner.rows, &lo, &hi, |_| true)?;
-                self.purge_range(&self.inner.cells, &lo, &hi, |_| true)?;
+                self.purge_range(&lo, &hi, |_| true)?;
                 Ok(())
             }
         }
     }
 
-    /// Deletes every key of `keyspace` in `[lo, hi)` that `select` accepts, in batches.
+    /// Deletes every key in `[lo, hi)` that `keep_going` accepts, in batches.
     pub(crate) fn purge_range(
         &self,
-        keyspace: &Keyspace,
         lo: &[u8],
         hi: &[u8],
         select: impl Fn(&[u8]) -> bool,
@@ -460,10 +451,10 @@ impl Engine {
             let mut batch = self.inner.db.batch();
             let mut n = 0usize;
             let mut last = None;
-            for guard in fjall::Readable::range(&snapshot, keyspace, from.as_slice()..hi) {
+            for guard in fjall::Readable::range(&snapshot, &self.inner.cells, from.as_slice()..hi) {
                 let key = guard.key()?;
                 if select(&key) {
-                    batch.remove(keyspace, key.clone());
+                    batch.remove(&self.inner.cells, key.clone());
                     n += 1;
                 }
                 last = Some(key);
@@ -506,7 +497,6 @@ impl Engine {
         self.inner.db.persist(fjall::PersistMode::SyncAll)?;
         self.inner.cells.rotate_memtable_and_wait()?;
         self.inner.meta.rotate_memtable_and_wait()?;
-        self.inner.rows.rotate_memtable_and_wait()?;
         Ok(())
     }
 

@@ -5,9 +5,7 @@
 //! (see [`crate::read`]), so a cell a rule collects is invisible from the moment the
 //! rule collects it. The sweep only makes the collection physical. It works row by
 //! row under the row lock, re-reading the row from a fresh snapshot, so it can never
-//! delete a cell written after it looked. Each row it sweeps gets its exact size record
-//! ([`crate::rowsize`]), or loses it when the row is left empty; a dropped table's
-//! records are purged with its cells.
+//! delete a cell written after it looked.
 //!
 //! One consequence, as on Cloud Bigtable: a cell hidden by `max_versions` becomes
 //! visible again if the newer versions are deleted before the sweep collects it; once
@@ -22,7 +20,6 @@ use crate::catalog::TableMeta;
 use crate::db::{Engine, Inner, PURGE_BATCH_KEYS};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
-use crate::rowsize;
 
 /// What one sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -117,9 +114,8 @@ impl Engine {
         }
         drop(snapshot);
         for (id, marker) in dead_tables {
-            let (lo, hi) = (keys::table_prefix(id), keys::table_end(id));
-            stats.purged += self.purge_range(&self.inner.cells, &lo, &hi, |_| true)?;
-            self.purge_range(&self.inner.rows, &lo, &hi, |_| true)?;
+            stats.purged +=
+                self.purge_range(&keys::table_prefix(id), &keys::table_end(id), |_| true)?;
             self.forget_marker(&marker)?;
         }
         let tables: Vec<Arc<TableMeta>> = self
@@ -214,42 +210,21 @@ impl Engine {
         let mut judge = RowJudge::new(meta, self.now_us(), dead);
         let mut batch = self.inner.db.batch();
         let (mut collected, mut purged, mut n) = (0u64, 0u64, 0usize);
-        // The row's size as the sweep leaves it, for its size record (`rowsize`).
-        let mut kept_bytes: Option<u64> = None;
         let end = keys::row_end(meta.id, &row);
-        rowsize::for_each_cell(
-            &snapshot,
-            &self.inner.cells,
-            row_prefix,
-            Some(&end),
-            |k, p, size| {
-                match judge.doomed(k, p) {
-                    Some(Doom::Collected) => collected += 1,
-                    Some(Doom::Purged) => purged += 1,
-                    None => {
-                        if meta.family_by_id(p.family_id).is_some() {
-                            let bytes = (p.qualifier_len(k) + size) as u64;
-                            *kept_bytes.get_or_insert(row.len() as u64) += bytes;
-                        }
-                        return Ok(());
-                    }
-                }
-                batch.remove(&self.inner.cells, k.to_vec());
-                n += 1;
-                if n >= PURGE_BATCH_KEYS {
-                    self.commit(std::mem::replace(&mut batch, self.inner.db.batch()))?;
-                    n = 0;
-                }
-                Ok(())
-            },
-        )?;
-        match kept_bytes {
-            Some(size) => {
-                let old = rowsize::stored(&snapshot, &self.inner.rows, row_prefix)?;
-                let record = old.measured(size).0;
-                batch.insert(&self.inner.rows, row_prefix.to_vec(), record.encode());
+        for g in snapshot.range(&self.inner.cells, row_prefix..end.as_slice()) {
+            let k = g.key()?;
+            let p = KeyParts::parse(&k)?;
+            match judge.doomed(&k, &p) {
+                Some(Doom::Collected) => collected += 1,
+                Some(Doom::Purged) => purged += 1,
+                None => continue,
             }
-            None => batch.remove(&self.inner.rows, row_prefix.to_vec()),
+            batch.remove(&self.inner.cells, k);
+            n += 1;
+            if n >= PURGE_BATCH_KEYS {
+                self.commit(std::mem::replace(&mut batch, self.inner.db.batch()))?;
+                n = 0;
+            }
         }
         self.commit(batch)?;
         Ok((collected, purged))

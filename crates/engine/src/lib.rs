@@ -9,11 +9,9 @@
 //! 1. `Engine::mutate_row` resolves the table under the catalog read lock.
 //! 2. [`validate`] checks every mutation and limit; failure writes nothing.
 //! 3. The row's stripe lock is taken; mutations apply in order into an overlay.
-//! 4. The row's stored size stays within 256 MiB ([`rowsize`]: an upper bound per row,
-//!    measured only near the limit).
-//! 5. The overlay and size records become one fjall batch (one journal record, one seqno).
-//! 6. The row lock is released and [`durability`] waits for the fsync policy.
-//! 7. Recommended limits the write passed are reported to the [`warning`] sink.
+//! 4. The overlay becomes one fjall batch (one journal record, one seqno).
+//! 5. The row lock is released and [`durability`] waits for the fsync policy.
+//! 6. Recommended limits the write passed are reported to the [`warning`] sink.
 //!
 //! ## A read, step by step ([`read`])
 //! 1. Schema `Arc` and storage snapshot taken; filter compiled and planned ([`plan`]).
@@ -45,7 +43,6 @@ pub mod mutation;
 pub mod plan;
 pub mod read;
 pub mod rowset;
-pub mod rowsize;
 pub mod sample;
 pub mod schema;
 pub mod validate;

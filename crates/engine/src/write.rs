@@ -12,15 +12,12 @@
 //!    Writes see what reads see: an aggregate cell that the family's GC rule collects
 //!    counts as absent even before the sweep removes it, so AddToCell/MergeToCell
 //!    start from nothing there.
-//! 5. Check the stored row's size ([`crate::rowsize`]): add what the row's mutations
-//!    store to the row's size bound, and measure the row only if the bound passes a
-//!    threshold; a row that would pass 256 MiB is rejected whole.
-//! 6. Turn the overlay and the size records into one fjall batch: one journal record,
-//!    one sequence number, so readers see all of a row's change or none of it.
-//! 7. Unlock, then wait for the fsync policy (group commit) before acknowledging.
-//! 8. Report the recommended limits the write passed ([`crate::warning`]).
+//! 5. Turn the overlay into one fjall batch: one journal record, one sequence
+//!    number, so readers see all of a row's change or none of it.
+//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+//! 7. Report the recommended limits the write passed ([`crate::warning`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use fjall::Readable;
@@ -33,7 +30,6 @@ use crate::filter::{CompiledFilter, RowFilter};
 use crate::keys;
 use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI, RECOMMENDED_VALUE_BYTES};
 use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
-use crate::rowsize::{self, RowSize};
 use crate::schema::{Granularity, ValueType};
 use crate::validate;
 use crate::warning::Warning;
@@ -64,8 +60,6 @@ struct Applier<'a> {
     gc_now_us: i64,
     /// Recommended limits that the rows applied so far pass, reported after commit.
     warnings: Vec<Warning>,
-    /// New size records of the rows this batch changes, by row prefix ([`rowsize`]).
-    sizes: HashMap<Vec<u8>, RowSize>,
 }
 
 impl<'a> Applier<'a> {
@@ -83,7 +77,6 @@ impl<'a> Applier<'a> {
             now_us,
             gc_now_us: now,
             warnings: Vec::new(),
-            sizes: HashMap::new(),
         }
     }
 
@@ -135,10 +128,6 @@ impl<'a> Applier<'a> {
         for m in muts {
             self.apply_one(&rp, key, m, &mut entry)?;
         }
-        let reset = muts.iter().any(|m| matches!(m, Mutation::DeleteFromRow));
-        if let Some(record) = self.row_size(&rp, key, &entry, reset)? {
-            self.sizes.insert(rp, record);
-        }
         for v in entry.values().flatten() {
             if v.len() > RECOMMENDED_VALUE_BYTES {
                 self.warnings.push(Warning::LargeValue {
@@ -150,94 +139,6 @@ impl<'a> Applier<'a> {
         }
         self.batch.extend(entry);
         Ok(())
-    }
-
-    /// The row's new size record after `entry`, or `None` if it stays as it is; an
-    /// error if the row would pass [`crate::limits::MAX_ROW_BYTES`]. `reset`: the
-    /// entry deletes the whole row first. Steps in [`rowsize`].
-    fn row_size(
-        &mut self,
-        rp: &[u8],
-        key: &[u8],
-        entry: &Overlay,
-        reset: bool,
-    ) -> Result<Option<RowSize>> {
-        let mut added = 0u64;
-        for (k, v) in entry {
-            if let Some(v) = v {
-                added += rowsize::cell_bytes(k, v.len())?;
-            }
-        }
-        let old = match (reset, self.sizes.get(rp)) {
-            (true, _) => RowSize::EMPTY,
-            (false, Some(pending)) => *pending,
-            (false, None) => rowsize::stored(&self.snapshot, &self.engine.inner.rows, rp)?,
-        };
-        if added == 0 {
-            // Only deletes: the row cannot grow, and an old bound stays an upper bound.
-            return Ok(reset.then_some(RowSize::EMPTY));
-        }
-        let key_bytes = if old.bound == 0 { key.len() as u64 } else { 0 };
-        let bound = old.bound + key_bytes + added;
-        if !old.needs_measuring(bound) {
-            return Ok(Some(RowSize { bound, ..old }));
-        }
-        let size = if reset {
-            bound
-        } else {
-            self.measure_row(rp, key, entry)?
-        };
-        if size > rowsize::MAX_ROW {
-            return Err(Error::limit(
-                "row size in bytes after this write",
-                size,
-                rowsize::MAX_ROW,
-            ));
-        }
-        let (record, crossed) = old.measured(size);
-        if crossed {
-            self.warnings.push(Warning::LargeRow {
-                table: self.meta.resource_name(),
-                row: key.to_vec(),
-                bytes: size,
-            });
-        }
-        Ok(Some(record))
-    }
-
-    /// The row's exact size as this batch and `entry` would leave it (see [`rowsize`]).
-    fn measure_row(&self, rp: &[u8], key: &[u8], entry: &Overlay) -> Result<u64> {
-        let end = keys::row_end(self.meta.id, key);
-        let range = (Bound::Included(rp.to_vec()), Bound::Excluded(end.clone()));
-        // Pending changes decide over stored cells: the entry's over the batch's.
-        let mut pending: BTreeMap<&[u8], Option<usize>> = BTreeMap::new();
-        for layer in [&self.batch, entry] {
-            for (k, v) in layer.range::<Vec<u8>, _>(range.clone()) {
-                pending.insert(k, v.as_ref().map(Vec::len));
-            }
-        }
-        let mut cells = 0u64;
-        let mut any = false;
-        rowsize::for_each_cell(
-            &self.snapshot,
-            &self.engine.inner.cells,
-            rp,
-            Some(&end),
-            |k, p, size| {
-                if !pending.contains_key(k) && self.meta.family_by_id(p.family_id).is_some() {
-                    cells += (p.qualifier_len(k) + size) as u64;
-                    any = true;
-                }
-                Ok(())
-            },
-        )?;
-        for (k, v) in pending {
-            if let Some(len) = v {
-                cells += rowsize::cell_bytes(k, len)?;
-                any = true;
-            }
-        }
-        Ok(if any { key.len() as u64 + cells } else { 0 })
     }
 
     fn delete_range(
@@ -356,13 +257,6 @@ impl<'a> Applier<'a> {
                 match v {
                     Some(v) => b.insert(&inner.cells, k, v),
                     None => b.remove(&inner.cells, k),
-                }
-            }
-            for (rp, record) in self.sizes {
-                if record.bound == 0 {
-                    b.remove(&inner.rows, rp);
-                } else {
-                    b.insert(&inner.rows, rp, record.encode());
                 }
             }
             b.commit()?;
