@@ -41,6 +41,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Options {
             durability: args.fsync,
             sweep_interval: Some(Duration::from_secs(args.sweep_secs.max(1))),
+            on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
+                eprintln!("almanac: warning: {w}");
+            })),
             ..Options::default()
         },
     )
