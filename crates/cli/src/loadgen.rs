@@ -116,7 +116,7 @@ fn fmt_latency(d: Duration) -> String {
 }
 
 /// Seconds of CPU (user + system) the process `pid` has used.
-fn process_cpu_secs(pid: u32) -> anyhow::Result<f64> {
+pub(crate) fn process_cpu_secs(pid: u32) -> anyhow::Result<f64> {
     let path = format!("/proc/{pid}/stat");
     let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
     // The command name (field 2) may hold spaces; fields 14 and 15 are counted after its `)`.

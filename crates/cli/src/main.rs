@@ -6,21 +6,24 @@
 //! Flags are parsed here (clap); the work lives in the library crates, and `anyhow`
 //! appears only in this binary.
 
+/// The allocator: glibc's malloc spent over half of the server's CPU on the
+/// Timestream ingest path (fastbin consolidation on every large allocation);
+/// mimalloc's thread-local free lists do not.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 mod cbt;
+mod http;
 mod loadgen;
 mod patterns;
 mod serve;
+mod ts;
+mod tsbs;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-
-/// mimalloc instead of glibc's malloc: the server allocates and frees many small,
-/// short-lived buffers per request, and glibc's allocator spent 10-20% of its CPU
-/// on them (arena locks, bin consolidation).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Almanac: a time-series-native wide-column database that speaks the Cloud Bigtable API.
 #[derive(Debug, Parser)]
@@ -34,9 +37,20 @@ struct Cli {
 enum Command {
     /// Run the server (Bigtable gRPC) on an embedded data directory.
     Serve(serve::ServeArgs),
-    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`).
+    /// Compact a data directory offline (server stopped) and print its size.
+    Compact(serve::CompactArgs),
+    /// Measure the embedded engine (`bench engine`) or a running server (`bench grpc`,
+    /// `bench tsbs`).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Timestream-style databases, tables and record files (talks to `serve`'s
+    /// Timestream endpoint).
+    Ts {
+        #[command(flatten)]
+        conn: ts::TsConn,
+        #[command(subcommand)]
+        command: ts::TsCommand,
+    },
     #[command(flatten)]
     Cbt(cbt::CbtCommand),
 }
@@ -49,6 +63,8 @@ enum BenchCommand {
     Grpc(loadgen::GrpcArgs),
     /// The seeds' four time-series patterns compared on weather balloons.
     Patterns(patterns::PatternArgs),
+    /// The TSBS cpu-only write load over HTTP: Almanac's Timestream API or InfluxDB.
+    Tsbs(tsbs::TsbsArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -63,9 +79,12 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Compact(args) => serve::compact(args),
+        Command::Ts { conn, command } => ts::run(&conn, command),
         Command::Bench(BenchCommand::Engine(args)) => bench::run(args),
         Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
+        Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
             if let Err(e) = cbt::run(cmd) {

@@ -41,6 +41,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Options {
             durability: args.fsync,
             sweep_interval: Some(Duration::from_secs(args.sweep_secs.max(1))),
+            on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
+                eprintln!("almanac: warning: {w}");
+            })),
             ..Options::default()
         },
     )
@@ -109,4 +112,42 @@ async fn shutdown_signal() {
         let _ = ctrl_c.await;
     }
     eprintln!("almanac: shutting down: finishing in-flight requests");
+}
+
+/// Flags of `almanac compact`.
+#[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    /// The data directory of a stopped server (default as for `serve`).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+/// Opens the data directory, rewrites the cell tables into one sorted run (dropping
+/// overwritten, deleted and collected data), and prints the bytes before and after.
+pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
+    let dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
+    let engine = Engine::open(
+        &dir,
+        Options {
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )
+    .with_context(|| {
+        format!(
+            "opening data directory {} (is a server using it?)",
+            dir.display()
+        )
+    })?;
+    let before = engine.disk_space()?;
+    engine.compact().context("compacting")?;
+    let after = engine.disk_space()?;
+    let journal = engine.journal_space()?;
+    engine.shutdown()?;
+    println!(
+        "{}: {before} bytes before, {after} bytes after compaction ({} in tables, {journal} in the journal)",
+        dir.display(),
+        after.saturating_sub(journal)
+    );
+    Ok(())
 }

@@ -8,126 +8,15 @@
     reason = "a test should stop loudly at the first surprise"
 )]
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_almanac");
+use std::process::Command;
 
-/// A running server; killed if the test stops early.
-struct Server {
-    child: Option<Child>,
-    addr: String,
-    dir: PathBuf,
-    /// The rest of the server's stderr, gathered by a thread so the pipe never fills.
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let dir = std::env::temp_dir().join(format!("almanac-cbt-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--addr",
-                "127.0.0.1:0",
-                "--fsync",
-                "buffer",
-                "--data-dir",
-            ])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn almanac serve");
-        let mut stderr = BufReader::new(child.stderr.take().expect("server stderr"));
-        let mut line = String::new();
-        stderr
-            .read_line(&mut line)
-            .expect("read the server's first line");
-        let addr = line
-            .split("listening on ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .expect("`listening on ADDR` on the server's stderr")
-            .to_string();
-        let stderr = std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            rest
-        });
-        Server {
-            child: Some(child),
-            addr,
-            dir,
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Runs `almanac <command> --addr ADDR <args...>`.
-    fn run(&self, command: &str, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg(command)
-            .args(["--addr", &self.addr])
-            .args(args)
-            .env_remove("BIGTABLE_EMULATOR_HOST")
-            .output()
-            .expect("run almanac")
-    }
-
-    /// Runs a command that must succeed; returns its stdout.
-    fn ok(&self, command: &str, args: &[&str]) -> String {
-        let out = self.run(command, args);
-        assert!(
-            out.status.success(),
-            "almanac {command} {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8 output")
-    }
-
-    /// Runs a command that must fail; returns its stderr.
-    fn fails(&self, command: &str, args: &[&str]) -> String {
-        let out = self.run(command, args);
-        assert!(
-            !out.status.success(),
-            "almanac {command} {args:?} should have failed"
-        );
-        String::from_utf8(out.stderr).expect("utf-8 output")
-    }
-
-    /// Sends SIGTERM and returns the exit status and the server's stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let mut child = self.child.take().expect("server still running");
-        let kill = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(kill.success(), "kill -TERM failed");
-        let status = child.wait().expect("wait for the server");
-        let stderr = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default();
-        (status, stderr)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use common::{BIN, Server};
 
 #[test]
 fn cbt_commands_against_a_live_server() {
-    let server = Server::start();
+    let server = Server::start("cbt");
 
     // Schema: a table with two families, one with a GC policy.
     assert_eq!(

@@ -93,6 +93,11 @@ impl TableMeta {
         }
     }
 
+    /// The table's resource name, as Bigtable spells it: `<instance>/tables/<name>`.
+    pub fn resource_name(&self) -> String {
+        format!("{}/tables/{}", self.instance, self.name)
+    }
+
     /// Meta key of this table's record.
     pub fn meta_key(&self) -> Vec<u8> {
         table_meta_key(&self.instance, &self.name)

@@ -18,10 +18,13 @@ use crate::clock::{Clock, Rng, SystemClock};
 use crate::durability::{Durability, GroupCommit};
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::limits::{MAX_FAMILIES_PER_TABLE, MAX_TABLES_PER_INSTANCE};
+use crate::limits::{
+    MAX_FAMILIES_PER_TABLE, MAX_TABLES_PER_INSTANCE, RECOMMENDED_FAMILIES_PER_TABLE,
+};
 use crate::locks::RowLocks;
 use crate::rowset::RowRange;
 use crate::schema::{FamilyChange, TableInfo, TableSpec, validate_family_name, validate_table_id};
+use crate::warning::{Warning, WarningSink};
 
 /// Values at least this large are stored apart from the keys (fjall's key-value
 /// separation), so compactions do not rewrite them and scans over keys stay dense.
@@ -42,6 +45,9 @@ pub struct Options {
     /// How often the background sweep reclaims collected cells and dropped data;
     /// `None` runs no background thread (tests call [`Engine::sweep`]).
     pub sweep_interval: Option<Duration>,
+    /// Where to report requests that pass a recommended limit ([`crate::warning`]);
+    /// `None` drops the warnings. The engine never prints.
+    pub on_warning: Option<WarningSink>,
 }
 
 impl Default for Options {
@@ -52,6 +58,7 @@ impl Default for Options {
             rng_seed: 0x5eed,
             cache_bytes: 256 * 1024 * 1024,
             sweep_interval: Some(Duration::from_secs(60)),
+            on_warning: None,
         }
     }
 }
@@ -82,6 +89,7 @@ pub(crate) struct Inner {
     pub locks: RowLocks,
     pub commit: GroupCommit,
     pub sweeper: crate::gc::SweeperControl,
+    pub on_warning: Option<WarningSink>,
 }
 
 /// A handle to an open data directory. Cheap to clone; all clones share one engine.
@@ -135,6 +143,7 @@ impl Engine {
             locks: RowLocks::default(),
             commit: GroupCommit::new(options.durability),
             sweeper: crate::gc::SweeperControl::default(),
+            on_warning: options.on_warning,
         });
         if let Some(every) = options.sweep_interval {
             crate::gc::spawn_sweeper(&inner, every);
@@ -159,6 +168,13 @@ impl Engine {
     /// The current schema of a table.
     pub(crate) fn table(&self, instance: &str, table: &str) -> Result<Arc<TableMeta>> {
         Ok(Arc::clone(self.catalog()?.get(instance, table)?))
+    }
+
+    /// Reports warnings to the sink of [`Options::on_warning`], if there is one.
+    pub(crate) fn warn(&self, warnings: &[Warning]) {
+        if let Some(sink) = &self.inner.on_warning {
+            warnings.iter().for_each(|w| sink(w));
+        }
     }
 
     /// The engine's clock, now.
@@ -216,7 +232,11 @@ impl Engine {
             next_family_id: families.len() as u32,
             families,
         };
-        self.install_with_new_id(&mut cat, meta, None)
+        let warning = many_families(&meta);
+        let info = self.install_with_new_id(&mut cat, meta, None)?;
+        drop(cat);
+        self.warn(&warning);
+        Ok(info)
     }
 
     /// Gives `meta` the next table id, writes its record, the advanced id counter and
@@ -374,13 +394,23 @@ impl Engine {
         }
         self.commit(batch)?;
         let info = meta.info();
+        let created = changes
+            .iter()
+            .any(|c| matches!(c, FamilyChange::Create(..)));
+        let warning = if created {
+            many_families(&meta)
+        } else {
+            Vec::new()
+        };
         cat.tables
             .entry(instance.to_owned())
             .or_default()
             .insert(name.to_owned(), Arc::new(meta));
+        drop(cat);
         if !dropped.is_empty() {
             self.inner.sweeper.wake();
         }
+        self.warn(&warning);
         Ok(info)
     }
 
@@ -496,6 +526,17 @@ impl Engine {
         self.inner.db.persist(fjall::PersistMode::SyncAll)?;
         Ok(())
     }
+}
+
+/// The warning for a table with more families than Bigtable recommends, if it has.
+fn many_families(meta: &TableMeta) -> Vec<Warning> {
+    if meta.families.len() <= RECOMMENDED_FAMILIES_PER_TABLE {
+        return Vec::new();
+    }
+    vec![Warning::ManyFamilies {
+        table: meta.resource_name(),
+        families: meta.families.len(),
+    }]
 }
 
 /// A row range as bounds on encoded keys of table `table_id`: `[lo, hi)`.

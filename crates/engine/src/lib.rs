@@ -13,6 +13,8 @@
 //! 5. The row lock is released and [`durability`] waits for the fsync policy. The
 //!    `*_unsynced` variants stop before that wait and return an [`Unsynced`] result,
 //!    so a caller can apply many writes and cover them all with one [`Engine::sync`].
+//! 6. Recommended limits the write passed are reported to the [`warning`] sink (after
+//!    the sync, for the `*_unsynced` variants when the result is taken).
 //!
 //! ## A read, step by step ([`read`])
 //! 1. Schema `Arc` and storage snapshot taken; filter compiled and planned ([`plan`]).
@@ -47,6 +49,7 @@ pub mod rowset;
 pub mod sample;
 pub mod schema;
 pub mod validate;
+pub mod warning;
 pub mod write;
 
 pub use cell::{Cell, Row};
@@ -54,4 +57,5 @@ pub use db::{DropRows, Engine, Options};
 pub use durability::Durability;
 pub use error::{Error, Result};
 pub use read::{ReadRequest, ReadStats, RowStream};
+pub use warning::{Warning, WarningSink};
 pub use write::{RowMutations, Unsynced};

@@ -9,13 +9,16 @@ pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
 pub const MAX_QUALIFIER_BYTES: usize = 16 * 1024;
 /// A single cell value is at most 100 MiB: Bigtable's hard per-cell limit.
 pub const MAX_VALUE_BYTES: usize = 100 * 1024 * 1024;
-/// Values above 10 MiB are accepted but counted as a warning: Bigtable's recommendation.
+/// Values above 10 MiB are accepted but reported as a [`crate::Warning`]: Bigtable
+/// recommends smaller cells, since a large value slows every read of its row.
 pub const RECOMMENDED_VALUE_BYTES: usize = 10 * 1024 * 1024;
 /// A row (all its cells, keys and values) is at most 256 MiB: Bigtable's hard row limit.
 pub const MAX_ROW_BYTES: usize = 256 * 1024 * 1024;
-/// Rows above 100 MiB are accepted but counted as a warning: Bigtable's recommendation.
+/// Rows above 100 MiB are accepted but reported as a [`crate::Warning`]: Bigtable
+/// recommends smaller rows, since a row is read and written as one unit.
 pub const RECOMMENDED_ROW_BYTES: usize = 100 * 1024 * 1024;
-/// Column families per table before a warning: Bigtable advises "about 100".
+/// Column families per table above which creating one is reported as a
+/// [`crate::Warning`]: Bigtable advises "about 100", as every family costs schema work.
 pub const RECOMMENDED_FAMILIES_PER_TABLE: usize = 100;
 /// Hard cap on families per table, so a runaway script cannot make a schema unbounded.
 pub const MAX_FAMILIES_PER_TABLE: usize = 1_000;

@@ -23,9 +23,9 @@ pub enum Mutation {
         family: String,
         /// Column qualifier.
         qualifier: Vec<u8>,
-        /// Inclusive lower bound (0 = from the beginning).
+        /// Inclusive lower bound, non-negative (0 = from the beginning).
         start_us: i64,
-        /// Exclusive upper bound (`None` = to infinity).
+        /// Exclusive upper bound (`None` = to infinity); when set, after `start_us`.
         end_us: Option<i64>,
     },
     /// Delete every cell of one family in this row.

@@ -39,8 +39,8 @@ pub fn qualifier(q: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Checks an explicit timestamp: non-negative (or [`SERVER_TIME`] where allowed) and a
-/// multiple of 1000 on MILLIS tables.
+/// Checks a cell timestamp: [`SERVER_TIME`], or non-negative and a multiple of 1000 on
+/// MILLIS tables.
 pub fn timestamp(meta: &TableMeta, ts_us: i64, what: &str) -> Result<()> {
     if ts_us == SERVER_TIME {
         return Ok(());
@@ -50,6 +50,42 @@ pub fn timestamp(meta: &TableMeta, ts_us: i64, what: &str) -> Result<()> {
             "{what} {ts_us} must be -1 (server time) or non-negative"
         )));
     }
+    granularity(meta, ts_us, what)
+}
+
+/// Checks a DeleteFromColumn time range as Cloud Bigtable does: the start is a
+/// non-negative timestamp (a range has no server time), and an end, when set, is a
+/// non-negative timestamp after the start: an empty or inverted range is an error, not
+/// a no-op. Both bounds follow the table's granularity. (On the wire an end of 0 means
+/// "no end"; the server passes it as `None`.)
+pub fn delete_time_range(meta: &TableMeta, start_us: i64, end_us: Option<i64>) -> Result<()> {
+    const START: &str = "DeleteFromColumn time_range start_timestamp_micros";
+    const END: &str = "DeleteFromColumn time_range end_timestamp_micros";
+    if start_us < 0 {
+        return Err(Error::Invalid(format!(
+            "{START} {start_us} must be non-negative"
+        )));
+    }
+    granularity(meta, start_us, START)?;
+    if let Some(end_us) = end_us {
+        if end_us < 0 {
+            return Err(Error::Invalid(format!(
+                "{END} {end_us} must be non-negative (or unset for no end)"
+            )));
+        }
+        granularity(meta, end_us, END)?;
+        if end_us <= start_us {
+            return Err(Error::Invalid(format!(
+                "{END} {end_us} must be after start_timestamp_micros {start_us}: the range is empty or inverted"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a non-negative timestamp suits the table's granularity: a multiple of
+/// 1000 on MILLIS tables.
+fn granularity(meta: &TableMeta, ts_us: i64, what: &str) -> Result<()> {
     if meta.granularity == Granularity::Millis && ts_us % MICROS_PER_MILLI != 0 {
         return Err(Error::Invalid(format!(
             "{what} {ts_us} must be a multiple of 1000 microseconds: table {} has MILLIS granularity",
@@ -110,17 +146,7 @@ pub fn mutations(meta: &TableMeta, key: &[u8], muts: &[Mutation]) -> Result<usiz
                 ..
             } => {
                 qualifier(q)?;
-                if *start_us != 0 {
-                    timestamp(meta, *start_us, "DeleteFromColumn start timestamp")?;
-                }
-                if let Some(end) = end_us {
-                    timestamp(meta, *end, "DeleteFromColumn end timestamp")?;
-                    if *end < *start_us {
-                        return Err(Error::Invalid(format!(
-                            "DeleteFromColumn time range end {end} is before its start {start_us}"
-                        )));
-                    }
-                }
+                delete_time_range(meta, *start_us, *end_us)?;
                 bytes += q.len();
             }
             Mutation::DeleteFromFamily { .. } | Mutation::DeleteFromRow => {}

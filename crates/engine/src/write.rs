@@ -9,9 +9,15 @@
 //! 3. Lock the rows (striped locks, in stripe order) and take a snapshot.
 //! 4. Apply the mutations in order into an overlay of pending key changes, reading
 //!    the snapshot where a mutation depends on what is stored (deletes, aggregates).
+//!    Writes see what reads see: an aggregate cell that the family's GC rule collects
+//!    counts as absent even before the sweep removes it, so AddToCell/MergeToCell
+//!    start from nothing there.
 //! 5. Turn the overlay into one fjall batch: one journal record, one sequence
 //!    number, so readers see all of a row's change or none of it.
-//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging.
+//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging. The
+//!    `*_unsynced` variants leave that wait to the caller ([`Unsynced`]), so one sync
+//!    can cover many writes.
+//! 7. Report the recommended limits the write passed ([`crate::warning`]).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -24,10 +30,11 @@ use crate::db::Engine;
 use crate::error::{Error, Result};
 use crate::filter::{CompiledFilter, RowFilter};
 use crate::keys;
-use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI};
+use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI, RECOMMENDED_VALUE_BYTES};
 use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
 use crate::schema::{Granularity, ValueType};
 use crate::validate;
+use crate::warning::Warning;
 use crate::{Cell, Row};
 
 /// One entry of a MutateRows batch.
@@ -37,40 +44,6 @@ pub struct RowMutations {
     pub key: Vec<u8>,
     /// Mutations applied atomically, in order.
     pub mutations: Vec<Mutation>,
-}
-
-/// The result of a write that is in the journal (visible to readers) but not yet
-/// durable by the fsync policy. It must not be acknowledged before
-/// [`Unsynced::sync`], or [`Engine::sync`] called after it, returns.
-#[must_use = "a write is not durable until it is synced"]
-#[derive(Debug)]
-pub struct Unsynced<T> {
-    value: T,
-    wrote: bool,
-}
-
-impl<T> Unsynced<T> {
-    fn new(value: T, wrote: bool) -> Self {
-        Self { value, wrote }
-    }
-
-    /// Whether the call wrote anything (a write that changed nothing needs no sync).
-    pub fn wrote(&self) -> bool {
-        self.wrote
-    }
-
-    /// Waits for the fsync policy (group commit), then gives the result.
-    pub fn sync(self, engine: &Engine) -> Result<T> {
-        if self.wrote {
-            engine.sync()?;
-        }
-        Ok(self.value)
-    }
-
-    /// The result, for a caller that has called [`Engine::sync`] since the write.
-    pub fn synced_by_caller(self) -> T {
-        self.value
-    }
 }
 
 /// Pending changes by full cell key: `Some(value)` writes, `None` deletes.
@@ -83,7 +56,12 @@ struct Applier<'a> {
     snapshot: fjall::Snapshot,
     /// Changes of entries already applied in this batch.
     batch: Overlay,
+    /// Server time for `-1` timestamps: the clock, truncated to the table's granularity.
     now_us: i64,
+    /// The clock as GC rules judge cells (reads use the same untruncated time).
+    gc_now_us: i64,
+    /// Recommended limits that the rows applied so far pass, reported after commit.
+    warnings: Vec<Warning>,
 }
 
 impl<'a> Applier<'a> {
@@ -99,6 +77,8 @@ impl<'a> Applier<'a> {
             snapshot: engine.inner.db.snapshot(),
             batch: Overlay::new(),
             now_us,
+            gc_now_us: now,
+            warnings: Vec::new(),
         }
     }
 
@@ -149,6 +129,15 @@ impl<'a> Applier<'a> {
         let mut entry = Overlay::new();
         for m in muts {
             self.apply_one(&rp, key, m, &mut entry)?;
+        }
+        for v in entry.values().flatten() {
+            if v.len() > RECOMMENDED_VALUE_BYTES {
+                self.warnings.push(Warning::LargeValue {
+                    table: self.meta.resource_name(),
+                    row: key.to_vec(),
+                    bytes: v.len(),
+                });
+            }
         }
         self.batch.extend(entry);
         Ok(())
@@ -235,8 +224,23 @@ impl<'a> Applier<'a> {
                         "family {family:?} is not an aggregate family"
                     )));
                 };
-                let k = keys::cell_key(rp, fam.id, qualifier, self.ts(*timestamp_us));
-                let existing = self.value_at(entry, &k)?;
+                let ts = self.ts(*timestamp_us);
+                let k = keys::cell_key(rp, fam.id, qualifier, ts);
+                let mut existing = self.value_at(entry, &k)?;
+                // A cell the family's GC rule collects is gone for reads, swept or not, so
+                // the fold starts from nothing rather than from its hidden value.
+                let rule = &fam.spec.gc_rule;
+                if existing.is_some() && !rule.is_keep_all() {
+                    let newer = if rule.counts_versions() {
+                        let column = keys::column_prefix(rp, fam.id, qualifier);
+                        self.present_keys(entry, &column, &k)?.len()
+                    } else {
+                        0
+                    };
+                    if rule.collects(newer, ts, self.gc_now_us) {
+                        existing = None;
+                    }
+                }
                 let merge = matches!(m, Mutation::MergeToCell { .. });
                 let v = aggregate::fold(kind, family, merge, existing.as_deref(), input)?;
                 entry.insert(k, Some(v));
@@ -245,21 +249,75 @@ impl<'a> Applier<'a> {
         Ok(())
     }
 
-    /// Writes the batch overlay; returns whether anything was written.
-    fn commit(self) -> Result<bool> {
-        if self.batch.is_empty() {
-            return Ok(false);
-        }
-        let inner = &self.engine.inner;
-        let mut b = inner.db.batch();
-        for (k, v) in self.batch {
-            match v {
-                Some(v) => b.insert(&inner.cells, k, v),
-                None => b.remove(&inner.cells, k),
+    /// Writes the batch overlay as one fjall batch.
+    fn commit(self) -> Result<Committed> {
+        let written = !self.batch.is_empty();
+        if written {
+            let inner = &self.engine.inner;
+            let mut b = inner.db.batch();
+            for (k, v) in self.batch {
+                match v {
+                    Some(v) => b.insert(&inner.cells, k, v),
+                    None => b.remove(&inner.cells, k),
+                }
             }
+            b.commit()?;
         }
-        b.commit()?;
-        Ok(true)
+        Ok(Committed {
+            written,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// What is left of a commit once the locks are released: waiting for durability, then
+/// reporting the warnings ([`Unsynced`]).
+struct Committed {
+    written: bool,
+    warnings: Vec<Warning>,
+}
+
+/// The result of a write that is in the journal (visible to readers) but not yet
+/// durable by the fsync policy. It must not be acknowledged before
+/// [`Unsynced::sync`], or [`Engine::sync`] called after it, returns; its warnings are
+/// reported when the result is taken.
+#[must_use = "a write is not durable until it is synced"]
+pub struct Unsynced<T> {
+    value: T,
+    committed: Committed,
+}
+
+impl<T> std::fmt::Debug for Unsynced<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unsynced")
+            .field("wrote", &self.committed.written)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Unsynced<T> {
+    fn new(value: T, committed: Committed) -> Self {
+        Self { value, committed }
+    }
+
+    /// Whether the call wrote anything (a write that changed nothing needs no sync).
+    pub fn wrote(&self) -> bool {
+        self.committed.written
+    }
+
+    /// Waits for the fsync policy (group commit), reports the warnings, gives the result.
+    pub fn sync(self, engine: &Engine) -> Result<T> {
+        if self.committed.written {
+            engine.sync()?;
+        }
+        Ok(self.synced_by_caller(engine))
+    }
+
+    /// The result, for a caller that has called [`Engine::sync`] since the write
+    /// (reports the warnings).
+    pub fn synced_by_caller(self, engine: &Engine) -> T {
+        engine.warn(&self.committed.warnings);
+        self.value
     }
 }
 
@@ -287,14 +345,14 @@ impl Engine {
         let cat = self.catalog()?;
         let meta = cat.get(instance, table)?;
         validate::mutations(meta, key, mutations)?;
-        let written = {
+        let committed = {
             let _row = self.inner.locks.lock(meta.id, key);
             let mut a = Applier::new(self, meta);
             a.apply_row(key, mutations)?;
             a.commit()?
         };
         drop(cat);
-        Ok(Unsynced::new((), written))
+        Ok(Unsynced::new((), committed))
     }
 
     /// Applies a MutateRows batch: each entry is atomic on its own; the result has
@@ -334,7 +392,7 @@ impl Engine {
             .iter()
             .map(|e| validate::mutations(meta, &e.key, &e.mutations).map(|_| ()))
             .collect();
-        let written = {
+        let committed = {
             let _rows = self.inner.locks.lock_many(
                 meta.id,
                 entries
@@ -352,7 +410,7 @@ impl Engine {
             a.commit()?
         };
         drop(cat);
-        Ok(Unsynced::new(statuses, written))
+        Ok(Unsynced::new(statuses, committed))
     }
 
     /// Reads the row with `predicate` (on the whole row, GC applied); applies
@@ -398,7 +456,7 @@ impl Engine {
                 validate::mutations(meta, key, muts)?;
             }
         }
-        let (matched, written) = {
+        let (matched, committed) = {
             let _row = self.inner.locks.lock(meta.id, key);
             let row = self.read_row_locked(meta, key, compiled.as_ref())?;
             let matched = row.is_some_and(|r| !r.cells.is_empty());
@@ -410,7 +468,7 @@ impl Engine {
             (matched, a.commit()?)
         };
         drop(cat);
-        Ok(Unsynced::new(matched, written))
+        Ok(Unsynced::new(matched, committed))
     }
 
     /// Applies append / increment rules to the latest cells of their columns,
@@ -521,7 +579,7 @@ impl Engine {
                 });
             }
             a.apply_row(key, &muts)?;
-            a.commit()?;
+            let committed = a.commit()?;
             let mut cells: Vec<(u32, Cell)> = touched
                 .into_iter()
                 .filter_map(|(f, q)| {
@@ -542,12 +600,14 @@ impl Engine {
                     .then_with(|| a.1.qualifier.cmp(&b.1.qualifier))
             });
             let cells = cells.into_iter().map(|(_, c)| c).collect();
-            Row {
+            let row = Row {
                 key: key.to_vec(),
                 cells,
-            }
+            };
+            (row, committed)
         };
         drop(cat);
-        Ok(Unsynced::new(out, true))
+        let (row, committed) = out;
+        Ok(Unsynced::new(row, committed))
     }
 }

@@ -2,15 +2,22 @@
 //! (a clear `Invalid` error naming the limit, and nothing written).
 #![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 
+use std::sync::{Arc, Mutex};
+
 use almanac_engine::filter::{CompiledFilter, RowFilter};
 use almanac_engine::limits::*;
 use almanac_engine::mutation::Mutation;
+use almanac_engine::schema::FamilyChange;
 use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableSpec};
-use almanac_engine::{Durability, Engine, Error, Options, ReadRequest};
+use almanac_engine::{Durability, Engine, Error, Options, ReadRequest, Warning};
 
 const I: &str = "projects/p/instances/l";
 
 fn engine(name: &str) -> Engine {
+    engine_with(name, Options::default())
+}
+
+fn engine_with(name: &str, options: Options) -> Engine {
     let dir = std::env::temp_dir().join(format!("almanac-limits-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let e = Engine::open(
@@ -18,7 +25,7 @@ fn engine(name: &str) -> Engine {
         Options {
             durability: Durability::None,
             sweep_interval: None,
-            ..Options::default()
+            ..options
         },
     )
     .unwrap();
@@ -237,4 +244,147 @@ fn filter_nesting_and_labels() {
             .map(|_| ()),
         "15",
     );
+}
+
+#[test]
+fn delete_from_column_time_range_is_checked() {
+    let e = engine("delrange");
+    let del = |start_us, end_us| Mutation::DeleteFromColumn {
+        family: "cf".into(),
+        qualifier: b"q".to_vec(),
+        start_us,
+        end_us,
+    };
+    // As Cloud Bigtable: the start is >= 0 (no server time in a range), an end is
+    // after the start; each rejection names the field and its value and writes nothing.
+    for (m, mentions) in [
+        (del(-1, None), "start_timestamp_micros -1"),
+        (del(-1000, Some(5000)), "start_timestamp_micros -1000"),
+        (del(0, Some(-1)), "end_timestamp_micros -1"),
+        (del(5000, Some(5000)), "end_timestamp_micros 5000"),
+        (del(5000, Some(2000)), "end_timestamp_micros 2000"),
+        (del(0, Some(0)), "end_timestamp_micros 0"),
+        (del(1500, None), "multiple of 1000"),
+    ] {
+        let muts = [set(b"q".to_vec(), 1000, b"v".to_vec()), m];
+        assert_invalid(e.mutate_row(I, "t", b"r", &muts), mentions);
+    }
+    assert_eq!(rows(&e), 0);
+    // Valid ranges: open end, and end after start.
+    e.mutate_row(I, "t", b"r", &[set(b"q".to_vec(), 1000, b"v".to_vec())])
+        .unwrap();
+    e.mutate_row(I, "t", b"r", &[del(0, Some(1000))]).unwrap();
+    assert_eq!(rows(&e), 1);
+    e.mutate_row(I, "t", b"r", &[del(1000, Some(2000))])
+        .unwrap();
+    assert_eq!(rows(&e), 0);
+    e.mutate_row(I, "t", b"r", &[set(b"q".to_vec(), 1000, b"v".to_vec())])
+        .unwrap();
+    e.mutate_row(I, "t", b"r", &[del(0, None)]).unwrap();
+    assert_eq!(rows(&e), 0);
+}
+
+/// An engine whose warnings land in the returned list.
+fn warned_engine(name: &str) -> (Engine, Arc<Mutex<Vec<Warning>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = Options {
+        on_warning: Some(Arc::new(move |w: &Warning| {
+            sink.lock().unwrap().push(w.clone())
+        })),
+        ..Options::default()
+    };
+    (engine_with(name, options), seen)
+}
+
+fn taken(seen: &Mutex<Vec<Warning>>) -> Vec<Warning> {
+    std::mem::take(&mut *seen.lock().unwrap())
+}
+
+#[test]
+fn recommended_value_size_warns_but_succeeds() {
+    let (e, seen) = warned_engine("warn-value");
+    e.mutate_row(
+        I,
+        "t",
+        b"r",
+        &[set(b"q".to_vec(), 0, vec![0; RECOMMENDED_VALUE_BYTES])],
+    )
+    .unwrap();
+    assert_eq!(taken(&seen), vec![]);
+    e.mutate_row(
+        I,
+        "t",
+        b"r",
+        &[set(
+            b"q".to_vec(),
+            1000,
+            vec![0; RECOMMENDED_VALUE_BYTES + 1],
+        )],
+    )
+    .unwrap();
+    let w = taken(&seen);
+    assert_eq!(
+        w,
+        vec![Warning::LargeValue {
+            table: format!("{I}/tables/t"),
+            row: b"r".to_vec(),
+            bytes: RECOMMENDED_VALUE_BYTES + 1,
+        }]
+    );
+    assert_eq!(w[0].limit(), RECOMMENDED_VALUE_BYTES as u64);
+    assert!(w[0].to_string().contains("10485761"), "{}", w[0]);
+    assert_eq!(
+        e.read_row(I, "t", b"r", None).unwrap().unwrap().cells[0]
+            .value
+            .len(),
+        RECOMMENDED_VALUE_BYTES + 1
+    );
+    // A rejected request warns about nothing.
+    let muts = [
+        set(b"q".to_vec(), 2000, vec![0; RECOMMENDED_VALUE_BYTES + 1]),
+        set(b"q".to_vec(), 1, vec![]),
+    ];
+    assert_invalid(e.mutate_row(I, "t", b"r", &muts), "multiple of 1000");
+    assert_eq!(taken(&seen), vec![]);
+}
+
+#[test]
+fn recommended_families_per_table_warns_but_succeeds() {
+    let (e, seen) = warned_engine("warn-families");
+    let spec = |n: usize| TableSpec {
+        families: (0..n)
+            .map(|i| (format!("f{i}"), FamilySpec::default()))
+            .collect(),
+        ..TableSpec::default()
+    };
+    e.create_table(I, "at", spec(RECOMMENDED_FAMILIES_PER_TABLE))
+        .unwrap();
+    assert_eq!(taken(&seen), vec![]);
+    e.create_table(I, "past", spec(RECOMMENDED_FAMILIES_PER_TABLE + 1))
+        .unwrap();
+    assert_eq!(
+        taken(&seen),
+        vec![Warning::ManyFamilies {
+            table: format!("{I}/tables/past"),
+            families: RECOMMENDED_FAMILIES_PER_TABLE + 1,
+        }]
+    );
+    let create = FamilyChange::Create("one-more".into(), FamilySpec::default());
+    e.modify_families(I, "at", &[create]).unwrap();
+    assert_eq!(
+        taken(&seen),
+        vec![Warning::ManyFamilies {
+            table: format!("{I}/tables/at"),
+            families: RECOMMENDED_FAMILIES_PER_TABLE + 1,
+        }]
+    );
+    assert_eq!(
+        e.get_table(I, "at").unwrap().families.len(),
+        RECOMMENDED_FAMILIES_PER_TABLE + 1
+    );
+    // Dropping a family creates nothing: no new warning.
+    e.modify_families(I, "at", &[FamilyChange::Drop("f0".into())])
+        .unwrap();
+    assert_eq!(taken(&seen), vec![]);
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use almanac_engine::clock::ManualClock;
 use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
-use almanac_engine::schema::{Aggregate, FamilySpec, GcRule, TableSpec, ValueType};
+use almanac_engine::schema::{Aggregate, FamilyChange, FamilySpec, GcRule, TableSpec, ValueType};
 use almanac_engine::{DropRows, Durability, Engine, Options, ReadRequest};
 
 const I: &str = "projects/p/instances/i";
@@ -178,4 +178,90 @@ fn tempdir() -> std::path::PathBuf {
     ));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+fn add(f: &str, ts: i64, v: i64) -> Mutation {
+    Mutation::AddToCell {
+        family: f.into(),
+        qualifier: b"n".to_vec(),
+        timestamp_us: ts,
+        input: AggregateInput::Int(v),
+    }
+}
+
+/// The sums in row `r` of table `agg`, newest first, as (timestamp, value).
+fn sums(e: &Engine) -> Vec<(i64, i64)> {
+    e.read_row(I, "agg", b"r", None)
+        .unwrap()
+        .map(|r| {
+            r.cells
+                .iter()
+                .map(|c| {
+                    let v: [u8; 8] = c.value.as_slice().try_into().unwrap();
+                    (c.timestamp_us, i64::from_be_bytes(v))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn add_to_cell_into_a_collected_cell_starts_from_zero() {
+    const HOUR: i64 = 3_600_000_000;
+    let dir = tempdir();
+    let clock = Arc::new(ManualClock::new(100 * HOUR));
+    let e = open(&dir, clock.clone());
+    let family = |gc_rule| FamilySpec {
+        gc_rule,
+        value_type: ValueType::Aggregate(Aggregate::Sum),
+    };
+    let spec = TableSpec {
+        families: vec![
+            ("aged".into(), family(GcRule::MaxAge { max_age_us: HOUR })),
+            ("versions".into(), family(GcRule::MaxVersions(1))),
+        ],
+        ..TableSpec::default()
+    };
+    e.create_table(I, "agg", spec).unwrap();
+    let t0 = 100 * HOUR;
+
+    // A visible cell folds as before.
+    e.mutate_row(I, "agg", b"r", &[add("aged", t0, 5), add("aged", t0, 2)])
+        .unwrap();
+    assert_eq!(sums(&e), vec![(t0, 7)]);
+
+    // Past max age the cell is collected (hidden, not yet swept): the next add at its
+    // timestamp starts from zero. Relaxing the rule shows what is stored: 3, not 10.
+    clock.advance(2 * HOUR);
+    assert_eq!(sums(&e), vec![]);
+    e.mutate_row(I, "agg", b"r", &[add("aged", t0, 3)]).unwrap();
+    let relax = |f: &str| {
+        e.modify_families(I, "agg", &[FamilyChange::Update(f.into(), GcRule::KeepAll)])
+            .unwrap();
+    };
+    relax("aged");
+    assert_eq!(sums(&e), vec![(t0, 3)]);
+
+    // The same for a cell hidden by max_versions: once the newer version is deleted,
+    // the older cell shows only what was added after it was hidden.
+    let t1 = t0 + 1000;
+    e.mutate_row(I, "agg", b"r", &[Mutation::DeleteFromRow])
+        .unwrap();
+    e.mutate_row(I, "agg", b"r", &[add("versions", t0, 5)])
+        .unwrap();
+    e.mutate_row(I, "agg", b"r", &[add("versions", t1, 1)])
+        .unwrap();
+    e.mutate_row(I, "agg", b"r", &[add("versions", t0, 4)])
+        .unwrap();
+    assert_eq!(sums(&e), vec![(t1, 1)]);
+    let delete_newer = Mutation::DeleteFromColumn {
+        family: "versions".into(),
+        qualifier: b"n".to_vec(),
+        start_us: t1,
+        end_us: None,
+    };
+    e.mutate_row(I, "agg", b"r", &[delete_newer]).unwrap();
+    assert_eq!(sums(&e), vec![(t0, 4)]);
+    relax("versions");
+    assert_eq!(sums(&e), vec![(t0, 4)]);
 }

@@ -37,7 +37,7 @@ pub const MAX_GROUP_JOBS: usize = 256;
 pub const GATHER_WAIT: Duration = Duration::from_micros(200);
 
 /// Answers a job once its group is durable; gets the group's sync error, if any.
-type Reply = Box<dyn FnOnce(Option<&Status>) + Send>;
+type Reply = Box<dyn FnOnce(&Engine, Option<&Status>) + Send>;
 /// Runs one write on the committer thread: whether it wrote, and how to answer.
 type Job = Box<dyn FnOnce(&Engine) -> (bool, Reply) + Send>;
 
@@ -67,16 +67,16 @@ impl Committer {
         let job: Job = Box::new(move |engine| match write(engine) {
             Ok(done) => {
                 let wrote = done.wrote();
-                let reply: Reply = Box::new(move |sync_error| {
+                let reply: Reply = Box::new(move |engine, sync_error| {
                     let answer = match sync_error {
                         Some(e) if wrote => Err(e.clone()),
-                        _ => Ok(done.synced_by_caller()),
+                        _ => Ok(done.synced_by_caller(engine)),
                     };
                     let _ = tx.send(answer);
                 });
                 (wrote, reply)
             }
-            Err(e) => (false, Box::new(move |_| drop(tx.send(Err(e))))),
+            Err(e) => (false, Box::new(move |_, _| drop(tx.send(Err(e))))),
         });
         self.jobs
             .send(job)
@@ -99,7 +99,7 @@ fn run(engine: &Engine, queue: &mpsc::Receiver<Job>) {
             None
         };
         for reply in replies.drain(..) {
-            reply(sync_error.as_ref());
+            reply(engine, sync_error.as_ref());
         }
     }
 }

@@ -58,16 +58,7 @@ pub fn rfc3339(ns: i64) -> String {
     let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
         rem / 3600,
@@ -468,5 +459,20 @@ fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u
     match failure {
         Some(e) => Err(e),
         None => Ok(newest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn rejection_times_print_as_rfc3339() {
+        assert_eq!(
+            rfc3339(1_614_945_600_123_000_000),
+            "2021-03-05T12:00:00.123Z"
+        );
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
     }
 }

@@ -1,6 +1,10 @@
 //! The time-series service on the embedded engine, for every pattern: records round
 //! trip, versions upsert or are rejected with the stored version, retention windows
 //! hold, schemas stay typed, selections prune, and everything survives a reopen.
+#![expect(
+    clippy::panic,
+    reason = "a test should stop loudly at the first surprise"
+)]
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -45,15 +49,25 @@ mod tempdir {
 }
 
 fn open_at(path: &Path, clock: Arc<ManualClock>) -> Result<TimeSeries<EmbeddedStore>> {
-    let engine = Engine::open(
-        path,
-        Options {
-            durability: Durability::None,
-            clock: clock.clone(),
-            ..Options::default()
-        },
-    )?;
-    let store = EmbeddedStore::new(Arc::new(engine), almanac_timeseries::DEFAULT_INSTANCE);
+    let options = || Options {
+        durability: Durability::None,
+        clock: clock.clone(),
+        sweep_interval: None,
+        ..Options::default()
+    };
+    // A just-dropped engine releases its directory lock when fjall's background
+    // threads finish; wait for that rather than fail the reopen.
+    let mut engine = Engine::open(path, options());
+    for _ in 0..500 {
+        match &engine {
+            Err(almanac_engine::Error::Storage(m)) if m.contains("Locked") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                engine = Engine::open(path, options());
+            }
+            _ => break,
+        }
+    }
+    let store = EmbeddedStore::new(Arc::new(engine?), almanac_timeseries::DEFAULT_INSTANCE);
     Ok(TimeSeries::open(Arc::new(store), clock)?)
 }
 

@@ -168,7 +168,7 @@ pub fn format_timestamp(us: i64) -> String {
     const US_PER_DAY: i64 = 86_400 * 1_000_000;
     let days = us.div_euclid(US_PER_DAY);
     let in_day = us.rem_euclid(US_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
     let secs = in_day / 1_000_000;
     format!(
         "{y:04}/{m:02}/{d:02}-{:02}:{:02}:{:02}.{:06}",
@@ -177,20 +177,6 @@ pub fn format_timestamp(us: i64) -> String {
         secs % 60,
         in_day % 1_000_000
     )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -601,9 +601,10 @@ fn mutation(g: &mut Gen, t: &TableView, now_us: i64) -> Mutation {
             let end_us = if g.pct(40) {
                 None
             } else if g.pct(5) {
-                Some(timestamp(g, t, now_us)) // anything, maybe inverted or invalid
+                // Anything: maybe negative, empty or inverted, which Bigtable rejects.
+                Some(timestamp(g, t, now_us))
             } else {
-                let span = 1000 * *g.pick(&[0, 1, 2, 3, 5, 1000, 100_000, 10_000_000]);
+                let span = 1000 * *g.pick(&[1, 2, 3, 5, 1000, 100_000, 10_000_000]);
                 Some(start_us.max(0).saturating_add(span))
             };
             Mutation::DeleteFromColumn {

@@ -189,14 +189,16 @@ impl MTable {
                     ..
                 } => {
                     check_qualifier(qualifier)?;
-                    if *start_us != 0 {
-                        self.check_ts(*start_us)?;
+                    // Bigtable: start >= 0; an end, when set, >= 0 and after the start.
+                    if *start_us < 0 {
+                        return Err(Kind::Invalid);
                     }
+                    self.check_ts(*start_us)?;
                     if let Some(end) = end_us {
-                        self.check_ts(*end)?;
-                        if end < start_us {
+                        if *end < 0 || end <= start_us {
                             return Err(Kind::Invalid);
                         }
+                        self.check_ts(*end)?;
                     }
                 }
                 Mutation::DeleteFromFamily { .. } | Mutation::DeleteFromRow => {}
@@ -290,11 +292,19 @@ impl MTable {
                     let ValueType::Aggregate(kind) = fam.spec.value_type else {
                         unreachable!("validated")
                     };
-                    let k = (fam.uid, qualifier.clone(), Reverse(ts_of(*timestamp_us)));
+                    let ts = ts_of(*timestamp_us);
+                    let k = (fam.uid, qualifier.clone(), Reverse(ts));
                     let merge = matches!(m, Mutation::MergeToCell { .. });
-                    let v =
-                        aggregate::fold(kind, family, merge, row.get(&k).map(Vec::as_slice), input)
-                            .expect("validated aggregate input");
+                    // A cell the GC rule collects is gone: the fold starts from nothing.
+                    let newer = row
+                        .range((fam.uid, qualifier.clone(), Reverse(i64::MAX))..k.clone())
+                        .count();
+                    let existing = row
+                        .get(&k)
+                        .filter(|_| !fam.spec.gc_rule.collects(newer, ts, now_us))
+                        .map(Vec::as_slice);
+                    let v = aggregate::fold(kind, family, merge, existing, input)
+                        .expect("validated aggregate input");
                     row.insert(k, v);
                 }
             }

@@ -183,8 +183,9 @@ pub fn database(d: &DatabaseInfo, region: &str) -> Json {
     })
 }
 
-/// `Table`.
-pub fn table(t: &TableMeta, region: &str) -> Json {
+/// `Table`, plus an `Almanac` member (ignored by AWS SDKs) with the storage layout,
+/// the Bigtable table behind it, and the inferred schema.
+pub fn table(t: &TableMeta, region: &str, instance: &str) -> Json {
     let mut magnetic = json!({ "EnableMagneticStoreWrites": t.magnetic_writes.enabled });
     if let (Some(loc), Some(obj)) = (
         &t.magnetic_writes.rejected_report_location,
@@ -204,6 +205,16 @@ pub fn table(t: &TableMeta, region: &str) -> Json {
         "CreationTime": secs(t.created_ms),
         "LastUpdatedTime": secs(t.updated_ms),
         "MagneticStoreWriteProperties": magnetic,
+        "Almanac": {
+            "Layout": t.layout.pattern.as_str(),
+            "BucketSeconds": t.layout.bucket_secs,
+            "ReverseTime": t.layout.reverse_time,
+            "BigtableInstance": instance,
+            "BigtableTable": t.store_table,
+            "Dimensions": t.schema.dimensions,
+            "Measures": t.schema.measures.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect::<serde_json::Map<_, _>>(),
+            "MultiMeasureAttributes": t.schema.attributes.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect::<serde_json::Map<_, _>>(),
+        },
     });
     if let (Some(schema), Some(obj)) = (&t.partition_key, out.as_object_mut()) {
         obj.insert("Schema".into(), schema.clone());

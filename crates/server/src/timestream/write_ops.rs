@@ -92,7 +92,7 @@ pub fn create_table(app: &App, req: &Request) -> Result<Json> {
         partition_key: req.schema.clone(),
     };
     let t = app.ts.create_table(db, name, new)?;
-    Ok(json!({ "Table": wire::table(&t, &app.region) }))
+    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
 }
 
 /// `DescribeTable`.
@@ -101,7 +101,7 @@ pub fn describe_table(app: &App, req: &Request) -> Result<Json> {
     let t = app
         .ts
         .describe_table(db, required(&req.table_name, "TableName")?)?;
-    Ok(json!({ "Table": wire::table(&t, &app.region) }))
+    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
 }
 
 /// `ListTables` of one database, or of all when DatabaseName is absent. NextToken is
@@ -121,7 +121,7 @@ pub fn list_tables(app: &App, req: &Request) -> Result<Json> {
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({
-        "Tables": page.iter().map(|t| wire::table(t, &app.region)).collect::<Vec<_>>(),
+        "Tables": page.iter().map(|t| wire::table(t, &app.region, app.ts.store().instance())).collect::<Vec<_>>(),
     });
     if more && let (Some(last), Some(obj)) = (page.last(), out.as_object_mut()) {
         obj.insert(
@@ -142,7 +142,7 @@ pub fn update_table(app: &App, req: &Request) -> Result<Json> {
         req.retention_properties.map(Into::into),
         req.magnetic_store_write_properties.clone().map(Into::into),
     )?;
-    Ok(json!({ "Table": wire::table(&t, &app.region) }))
+    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
 }
 
 /// `DeleteTable`.

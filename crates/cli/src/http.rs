@@ -1,0 +1,436 @@
+//! A minimal blocking HTTP/1.1 client: POST with a Content-Length body over one
+//! keep-alive `TcpStream` (TCP_NODELAY), reading responses framed by Content-Length,
+//! chunked transfer encoding, or the end of the connection. No TLS, no redirects.
+//!
+//! A request on a reused connection that fails before any response byte arrives (the
+//! server closed the idle connection) is sent once more on a fresh connection.
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use Failure::{Fatal, Stale};
+use anyhow::{Context, bail};
+
+/// How long to wait for a response before giving up on the request.
+const READ_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest response header line accepted.
+const MAX_HEADER_LINE: usize = 64 * 1024;
+
+/// Where requests go: `http://HOST:PORT[/PREFIX]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `host:port`, for connecting and for the Host header.
+    pub authority: String,
+    /// Path prefix without a trailing slash (often empty).
+    pub prefix: String,
+}
+
+impl Endpoint {
+    /// Parses `http://host[:port][/prefix]` (port 80 by default).
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let rest = url
+            .strip_prefix("http://")
+            .with_context(|| format!("{url}: only http:// URLs are supported"))?;
+        let (authority, prefix) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        if authority.is_empty() {
+            bail!("{url}: no host");
+        }
+        let has_port = match authority.rfind(':') {
+            Some(i) => !authority[i..].contains(']'), // not the inside of "[::1]"
+            None => false,
+        };
+        let authority = if has_port {
+            authority.to_string()
+        } else {
+            format!("{authority}:80")
+        };
+        Ok(Self {
+            authority,
+            prefix: prefix.to_string(),
+        })
+    }
+}
+
+/// A response: status code and the whole body.
+#[derive(Debug)]
+pub struct Response {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The body, de-chunked.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as text, lossily.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// One keep-alive connection to an [`Endpoint`], opened on first use.
+#[derive(Debug)]
+pub struct Client {
+    endpoint: Endpoint,
+    conn: Option<BufReader<TcpStream>>,
+    head: Vec<u8>,
+}
+
+impl Client {
+    /// A client for `endpoint`; connects lazily.
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            conn: None,
+            head: Vec::with_capacity(512),
+        }
+    }
+
+    /// POSTs `body` to the endpoint's prefix followed by `path` (which may carry a
+    /// query), with the extra `headers`.
+    pub fn post(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> anyhow::Result<Response> {
+        self.head.clear();
+        write!(
+            self.head,
+            "POST {}{} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            self.endpoint.prefix,
+            path,
+            self.endpoint.authority,
+            body.len()
+        )?;
+        for (k, v) in headers {
+            write!(self.head, "{k}: {v}\r\n")?;
+        }
+        self.head.extend_from_slice(b"\r\n");
+
+        let reused = self.conn.is_some();
+        match self.exchange(body) {
+            Ok(r) => Ok(r),
+            Err(Stale(e)) if reused => self.exchange(body).map_err(|f| {
+                f.into_error()
+                    .context(format!("retried after a stale connection ({e:#})"))
+            }),
+            Err(f) => Err(f.into_error()),
+        }
+        .with_context(|| {
+            format!(
+                "POST http://{}{}{path}",
+                self.endpoint.authority, self.endpoint.prefix
+            )
+        })
+    }
+
+    /// Sends the prepared head and `body`, reads the response. Any error drops the
+    /// connection; an error before the first response byte is marked stale.
+    fn exchange(&mut self, body: &[u8]) -> Result<Response, Failure> {
+        let result = self.try_exchange(body);
+        match &result {
+            Ok((_, keep)) if *keep => {}
+            _ => self.conn = None,
+        }
+        result.map(|(r, _)| r)
+    }
+
+    fn try_exchange(&mut self, body: &[u8]) -> Result<(Response, bool), Failure> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect(&self.endpoint.authority)
+                .with_context(|| format!("connecting to {}", self.endpoint.authority))
+                .map_err(Fatal)?;
+            stream.set_nodelay(true).map_err(|e| Fatal(e.into()))?;
+            stream
+                .set_read_timeout(Some(READ_TIMEOUT))
+                .map_err(|e| Fatal(e.into()))?;
+            self.conn = Some(BufReader::with_capacity(64 * 1024, stream));
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Fatal(anyhow::anyhow!("no connection")));
+        };
+        let send = |conn: &mut BufReader<TcpStream>, head: &[u8]| -> std::io::Result<()> {
+            let s = conn.get_mut();
+            s.write_all(head)?;
+            s.write_all(body)?;
+            s.flush()
+        };
+        send(conn, &self.head).map_err(|e| Stale(anyhow::Error::from(e).context("sending")))?;
+
+        // The status line: nothing read yet means the server may have closed the connection.
+        let mut line = Vec::new();
+        let n = read_line(conn, &mut line).map_err(|e| {
+            let timed_out = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| matches!(io.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+            let e = e.context("reading the status");
+            if timed_out { Fatal(e) } else { Stale(e) }
+        })?;
+        if n == 0 {
+            return Err(Stale(anyhow::anyhow!(
+                "connection closed before a response"
+            )));
+        }
+        let status_line = String::from_utf8_lossy(&line).into_owned();
+        let mut parts = status_line.split_whitespace();
+        let version = parts.next().unwrap_or_default();
+        let status: u16 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .with_context(|| format!("bad status line {status_line:?}"))
+            .map_err(Fatal)?;
+        let mut keep_alive = version != "HTTP/1.0";
+        // From here on the server has answered: no failure is retried.
+
+        let mut length: Option<usize> = None;
+        let mut chunked = false;
+        loop {
+            line.clear();
+            if read_line(conn, &mut line).map_err(Fatal)? == 0 {
+                return Err(Fatal(anyhow::anyhow!(
+                    "connection closed inside the headers"
+                )));
+            }
+            if line.is_empty() {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line);
+            let Some((name, value)) = text.split_once(':') else {
+                continue;
+            };
+            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+            match name.as_str() {
+                "content-length" => {
+                    length = Some(
+                        value
+                            .parse()
+                            .with_context(|| format!("bad Content-Length {value:?}"))
+                            .map_err(Fatal)?,
+                    );
+                }
+                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+                "connection" => {
+                    let v = value.to_ascii_lowercase();
+                    if v.contains("close") {
+                        keep_alive = false;
+                    } else if v.contains("keep-alive") {
+                        keep_alive = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let mut body = Vec::new();
+        if status == 204 || status == 304 || (100..200).contains(&status) {
+            // No body.
+        } else if chunked {
+            read_chunked(conn, &mut body).map_err(Fatal)?;
+        } else if let Some(n) = length {
+            body.resize(n, 0);
+            conn.read_exact(&mut body)
+                .context("reading the body")
+                .map_err(Fatal)?;
+        } else {
+            conn.read_to_end(&mut body)
+                .context("reading the body")
+                .map_err(Fatal)?;
+            keep_alive = false;
+        }
+        Ok((Response { status, body }, keep_alive))
+    }
+}
+
+/// Why an exchange failed.
+enum Failure {
+    /// Before any response byte: the server may have closed an idle connection, and
+    /// may not have seen the request; worth one retry on a fresh connection.
+    Stale(anyhow::Error),
+    /// Anything else: not retried (the request may have been applied).
+    Fatal(anyhow::Error),
+}
+
+impl Failure {
+    fn into_error(self) -> anyhow::Error {
+        match self {
+            Stale(e) | Fatal(e) => e,
+        }
+    }
+}
+
+/// Reads one CRLF- (or LF-) terminated line into `line` without its terminator;
+/// returns the bytes consumed (0 at end of stream).
+fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> anyhow::Result<usize> {
+    line.clear();
+    let n = conn
+        .by_ref()
+        .take(MAX_HEADER_LINE as u64)
+        .read_until(b'\n', line)?;
+    if n > 0 && line.last() != Some(&b'\n') {
+        bail!("header line too long or cut short");
+    }
+    while matches!(line.last(), Some(b'\n' | b'\r')) {
+        line.pop();
+    }
+    Ok(n)
+}
+
+fn read_chunked(conn: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> anyhow::Result<()> {
+    let mut line = Vec::new();
+    loop {
+        if read_line(conn, &mut line)? == 0 {
+            bail!("connection closed inside a chunked body");
+        }
+        let text = String::from_utf8_lossy(&line);
+        let size_text = text.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .with_context(|| format!("bad chunk size {size_text:?}"))?;
+        if size == 0 {
+            // Trailers, then the empty line.
+            loop {
+                if read_line(conn, &mut line)? == 0 || line.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
+        let at = body.len();
+        body.resize(at + size, 0);
+        conn.read_exact(&mut body[at..])?;
+        read_line(conn, &mut line)?; // the CRLF after the chunk
+    }
+}
+
+/// Percent-encodes `s` for a URL query value.
+pub fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::net::TcpListener;
+
+    use super::*;
+
+    #[test]
+    fn parses_endpoints() {
+        let e = Endpoint::parse("http://127.0.0.1:8086").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), e.prefix.as_str()),
+            ("127.0.0.1:8086", "")
+        );
+        let e = Endpoint::parse("http://localhost/x/y/").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), e.prefix.as_str()),
+            ("localhost:80", "/x/y")
+        );
+        let e = Endpoint::parse("http://[::1]").unwrap();
+        assert_eq!(e.authority, "[::1]:80");
+        assert!(Endpoint::parse("https://x").is_err());
+        assert!(Endpoint::parse("http:///x").is_err());
+    }
+
+    #[test]
+    fn escapes_queries() {
+        assert_eq!(
+            query_escape("CREATE DATABASE \"b\""),
+            "CREATE%20DATABASE%20%22b%22"
+        );
+    }
+
+    /// Reads one request (head and Content-Length body) from `r`.
+    fn read_request(r: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap() == 0 {
+                return None;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut body = vec![0; len];
+        r.read_exact(&mut body).unwrap();
+        Some((head, body))
+    }
+
+    #[test]
+    fn keeps_the_connection_and_reads_every_framing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut r = BufReader::new(s);
+            let mut heads = Vec::new();
+            let replies: [&[u8]; 3] = [
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+                b"HTTP/1.1 204 No Content\r\n\r\n",
+                b"HTTP/1.1 400 Bad\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+            ];
+            for reply in replies {
+                let (head, body) = read_request(&mut r).unwrap();
+                heads.push((head, body));
+                r.get_mut().write_all(reply).unwrap();
+            }
+            // The client stays on this one connection: nothing else is accepted.
+            heads
+        });
+        let mut c = Client::new(Endpoint::parse(&format!("http://{addr}/p")).unwrap());
+        let r = c
+            .post("/a?b=c", &[("X-Amz-Target", "T.Op")], b"{}")
+            .unwrap();
+        assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+        let r = c.post("/w", &[], b"line").unwrap();
+        assert_eq!((r.status, r.body.len()), (204, 0));
+        let r = c.post("/w", &[], b"").unwrap();
+        assert_eq!((r.status, r.text().as_str()), (400, "abcde"));
+        let heads = server.join().unwrap();
+        assert!(heads[0].0.starts_with("POST /p/a?b=c HTTP/1.1\r\n"));
+        assert!(heads[0].0.contains(&format!("Host: {addr}\r\n")));
+        assert!(heads[0].0.contains("X-Amz-Target: T.Op\r\n"));
+        assert_eq!(heads[0].1, b"{}");
+        assert_eq!(heads[1].1, b"line");
+    }
+
+    #[test]
+    fn reconnects_when_the_server_closed_an_idle_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for i in 0..2 {
+                let (s, _) = listener.accept().unwrap();
+                let mut r = BufReader::new(s);
+                read_request(&mut r).unwrap();
+                let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n{i}");
+                r.get_mut().write_all(reply.as_bytes()).unwrap();
+                // Then close without a Connection: close header.
+            }
+        });
+        let mut c = Client::new(Endpoint::parse(&format!("http://{addr}")).unwrap());
+        assert_eq!(c.post("/", &[], b"x").unwrap().text(), "0");
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(c.post("/", &[], b"y").unwrap().text(), "1");
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,411 @@
+//! `almanac ts …`: Timestream-style commands against a running server's Timestream
+//! endpoint (`almanac serve --timestream-addr`, default `http://127.0.0.1:8087`),
+//! speaking the same AWS JSON 1.0 calls boto3 makes.
+//!
+//! `almanac ts write DB TABLE FILE` reads records from JSON lines (one `Record` object
+//! of the WriteRecords API per line) or CSV ([`csv_records`]), sends them in
+//! WriteRecords batches of up to 100 with a progress bar, and prints a summary of
+//! what was ingested and of every rejection with its source line.
+
+mod input;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use serde_json::{Value as Json, json};
+
+use crate::http::{Client, Endpoint};
+
+/// `X-Amz-Target` prefix of timestream-write.
+const TARGET_PREFIX: &str = "Timestream_20181101";
+/// Records per WriteRecords request (the service maximum).
+const MAX_BATCH: usize = 100;
+/// Rejections printed one by one before the summary only counts them.
+const REJECTS_SHOWN: usize = 10;
+
+/// Where the endpoint is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TsConn {
+    /// The Timestream endpoint of `almanac serve`.
+    #[arg(long, default_value = "http://127.0.0.1:8087", global = true)]
+    url: String,
+}
+
+/// `almanac ts` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TsCommand {
+    /// Create a database.
+    CreateDatabase {
+        /// Database name.
+        database: String,
+    },
+    /// Create a table (retention, magnetic writes, storage layout).
+    CreateTable(CreateTableArgs),
+    /// List databases, or the tables of one.
+    Ls {
+        /// Database whose tables to list.
+        database: Option<String>,
+    },
+    /// Describe a database, or a table with its layout and inferred schema.
+    Describe {
+        /// Database.
+        database: String,
+        /// Table.
+        table: Option<String>,
+    },
+    /// Delete a table and its records.
+    DeleteTable {
+        /// Database.
+        database: String,
+        /// Table.
+        table: String,
+    },
+    /// Delete an empty database.
+    DeleteDatabase {
+        /// Database.
+        database: String,
+    },
+    /// Write records from a CSV or JSON-lines file.
+    Write(input::WriteArgs),
+}
+
+/// Flags of `almanac ts create-table`.
+#[derive(Debug, clap::Args)]
+pub struct CreateTableArgs {
+    /// Database.
+    database: String,
+    /// Table.
+    table: String,
+    /// Hours in the memory store (older writes are rejected unless --magnetic-writes).
+    #[arg(long, default_value_t = 6)]
+    memory_hours: i64,
+    /// Days records are kept.
+    #[arg(long, default_value_t = 73_000)]
+    magnetic_days: i64,
+    /// Accept records older than the memory store window.
+    #[arg(long)]
+    magnetic_writes: bool,
+    /// Storage pattern: row-serialized (default), row-columns, bucket-cells, bucket-columns.
+    #[arg(long)]
+    layout: Option<String>,
+    /// Time bucket of the bucketed patterns (e.g. 1h, 15m, 1d).
+    #[arg(long)]
+    bucket: Option<String>,
+    /// Newest-first row keys.
+    #[arg(long)]
+    reverse_time: bool,
+}
+
+/// A connection that calls operations and turns AWS errors into readable ones.
+pub struct Api {
+    client: Client,
+}
+
+/// An AWS error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: u16,
+    /// Exception name (`ValidationException`).
+    pub kind: String,
+    /// Message.
+    pub message: String,
+    /// The whole body.
+    pub body: Json,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (HTTP {}): {}", self.kind, self.status, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl Api {
+    /// Connects lazily to `url`.
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        Ok(Self {
+            client: Client::new(Endpoint::parse(url)?),
+        })
+    }
+
+    /// Calls `op` with `body`; `Ok(Err(..))` is an AWS error answer.
+    pub fn call(&mut self, op: &str, body: &Json) -> anyhow::Result<Result<Json, ApiError>> {
+        let target = format!("{TARGET_PREFIX}.{op}");
+        let resp = self
+            .client
+            .post(
+                "/",
+                &[
+                    ("Content-Type", "application/x-amz-json-1.0"),
+                    ("X-Amz-Target", &target),
+                ],
+                body.to_string().as_bytes(),
+            )
+            .with_context(|| format!("{op}: is `almanac serve` running at this --url?"))?;
+        let json: Json = serde_json::from_slice(&resp.body)
+            .with_context(|| format!("{op}: HTTP {}: not JSON: {}", resp.status, resp.text()))?;
+        if resp.status == 200 {
+            return Ok(Ok(json));
+        }
+        let kind = json["__type"].as_str().unwrap_or("Error");
+        let kind = kind.rsplit('#').next().unwrap_or(kind).to_string();
+        let message = json["Message"]
+            .as_str()
+            .or(json["message"].as_str())
+            .unwrap_or("")
+            .to_string();
+        Ok(Err(ApiError {
+            status: resp.status,
+            kind,
+            message,
+            body: json,
+        }))
+    }
+
+    /// Calls `op` and fails on any AWS error.
+    pub fn must(&mut self, op: &str, body: &Json) -> anyhow::Result<Json> {
+        Ok(self.call(op, body)??)
+    }
+}
+
+fn print_table(t: &Json) {
+    let r = &t["RetentionProperties"];
+    println!(
+        "{}.{}: {} memory store {} h, magnetic store {} d, magnetic writes {}",
+        t["DatabaseName"].as_str().unwrap_or(""),
+        t["TableName"].as_str().unwrap_or(""),
+        t["TableStatus"].as_str().unwrap_or(""),
+        r["MemoryStoreRetentionPeriodInHours"],
+        r["MagneticStoreRetentionPeriodInDays"],
+        t["MagneticStoreWriteProperties"]["EnableMagneticStoreWrites"],
+    );
+    let a = &t["Almanac"];
+    if a.is_object() {
+        println!(
+            "  layout {} (bucket {} s, reverse time {}), Bigtable table {} in {}",
+            a["Layout"].as_str().unwrap_or(""),
+            a["BucketSeconds"],
+            a["ReverseTime"],
+            a["BigtableTable"].as_str().unwrap_or(""),
+            a["BigtableInstance"].as_str().unwrap_or(""),
+        );
+        let dims: Vec<&str> = a["Dimensions"]
+            .as_array()
+            .map(|v| v.iter().filter_map(Json::as_str).collect())
+            .unwrap_or_default();
+        println!(
+            "  dimensions (row-key order): {}",
+            if dims.is_empty() {
+                "-".into()
+            } else {
+                dims.join(", ")
+            }
+        );
+        for (what, key) in [
+            ("measure", "Measures"),
+            ("multi-measure attribute", "MultiMeasureAttributes"),
+        ] {
+            for (name, kind) in a[key].as_object().into_iter().flatten() {
+                println!("  {what} {name}: {}", kind.as_str().unwrap_or(""));
+            }
+        }
+    }
+}
+
+/// Runs one `almanac ts` command.
+pub fn run(conn: &TsConn, cmd: TsCommand) -> anyhow::Result<()> {
+    let mut api = Api::new(&conn.url)?;
+    match cmd {
+        TsCommand::CreateDatabase { database } => {
+            api.must("CreateDatabase", &json!({ "DatabaseName": database }))?;
+            println!("created database {database}");
+        }
+        TsCommand::CreateTable(a) => {
+            let mut tags = Vec::new();
+            for (k, v) in [("almanac:layout", &a.layout), ("almanac:bucket", &a.bucket)] {
+                if let Some(v) = v {
+                    tags.push(json!({ "Key": k, "Value": v }));
+                }
+            }
+            if a.reverse_time {
+                tags.push(json!({ "Key": "almanac:reverse-time", "Value": "true" }));
+            }
+            let t = api.must(
+                "CreateTable",
+                &json!({
+                    "DatabaseName": a.database,
+                    "TableName": a.table,
+                    "RetentionProperties": {
+                        "MemoryStoreRetentionPeriodInHours": a.memory_hours,
+                        "MagneticStoreRetentionPeriodInDays": a.magnetic_days,
+                    },
+                    "MagneticStoreWriteProperties": { "EnableMagneticStoreWrites": a.magnetic_writes },
+                    "Tags": tags,
+                }),
+            )?;
+            print_table(&t["Table"]);
+        }
+        TsCommand::Ls { database } => {
+            let (op, key, mut body) = match &database {
+                None => ("ListDatabases", "Databases", json!({})),
+                Some(db) => ("ListTables", "Tables", json!({ "DatabaseName": db })),
+            };
+            loop {
+                let page = api.must(op, &body)?;
+                for item in page[key].as_array().into_iter().flatten() {
+                    match &database {
+                        None => println!(
+                            "{}\t{} tables",
+                            item["DatabaseName"].as_str().unwrap_or(""),
+                            item["TableCount"]
+                        ),
+                        Some(_) => println!("{}", item["TableName"].as_str().unwrap_or("")),
+                    }
+                }
+                match page["NextToken"].as_str() {
+                    Some(tok) => body["NextToken"] = json!(tok),
+                    None => break,
+                }
+            }
+        }
+        TsCommand::Describe {
+            database,
+            table: None,
+        } => {
+            let d = api.must("DescribeDatabase", &json!({ "DatabaseName": database }))?;
+            let d = &d["Database"];
+            println!(
+                "{}: {} tables, KMS key {}",
+                database,
+                d["TableCount"],
+                d["KmsKeyId"].as_str().unwrap_or("")
+            );
+        }
+        TsCommand::Describe {
+            database,
+            table: Some(table),
+        } => {
+            let t = api.must(
+                "DescribeTable",
+                &json!({ "DatabaseName": database, "TableName": table }),
+            )?;
+            print_table(&t["Table"]);
+        }
+        TsCommand::DeleteTable { database, table } => {
+            api.must(
+                "DeleteTable",
+                &json!({ "DatabaseName": database, "TableName": table }),
+            )?;
+            println!("deleted table {database}.{table}");
+        }
+        TsCommand::DeleteDatabase { database } => {
+            api.must("DeleteDatabase", &json!({ "DatabaseName": database }))?;
+            println!("deleted database {database}");
+        }
+        TsCommand::Write(args) => write(&mut api, &args)?,
+    }
+    Ok(())
+}
+
+/// Tally of a write.
+#[derive(Debug, Default)]
+struct Tally {
+    ingested: u64,
+    rejected: u64,
+    by_reason: BTreeMap<String, u64>,
+    shown: Vec<String>,
+}
+
+fn send(
+    api: &mut Api,
+    args: &input::WriteArgs,
+    batch: &mut Vec<(usize, Json)>,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<&Json> = batch.iter().map(|(_, r)| r).collect();
+    let body =
+        json!({ "DatabaseName": args.database, "TableName": args.table, "Records": records });
+    match api.call("WriteRecords", &body)? {
+        Ok(out) => {
+            tally.ingested += out["RecordsIngested"]["Total"].as_u64().unwrap_or(0);
+        }
+        Err(e) if e.kind == "RejectedRecordsException" => {
+            let rejected = e.body["RejectedRecords"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            tally.ingested += (batch.len() - rejected.len()) as u64;
+            for r in rejected {
+                let index = r["RecordIndex"].as_u64().unwrap_or(0) as usize;
+                let line = batch.get(index).map_or(0, |(l, _)| *l);
+                let reason = r["Reason"].as_str().unwrap_or("").to_string();
+                tally.rejected += 1;
+                *tally.by_reason.entry(reason.clone()).or_default() += 1;
+                if tally.shown.len() < REJECTS_SHOWN {
+                    tally.shown.push(format!("line {line}: {reason}"));
+                }
+            }
+        }
+        Err(e) => bail!(
+            "WriteRecords failed for the records of lines {}..={}: {e}",
+            batch[0].0,
+            batch[batch.len() - 1].0
+        ),
+    }
+    batch.clear();
+    Ok(())
+}
+
+fn write(api: &mut Api, args: &input::WriteArgs) -> anyhow::Result<()> {
+    let path: &PathBuf = &args.file;
+    let total = std::fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {per_sec} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut tally = Tally::default();
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let started = std::time::Instant::now();
+    input::for_each_record(args, &mut |line, record, offset| {
+        batch.push((line, record));
+        if batch.len() == args.batch.clamp(1, MAX_BATCH) {
+            send(api, args, &mut batch, &mut tally)?;
+            bar.set_position(offset);
+            bar.set_message(format!(
+                "{} ingested, {} rejected",
+                tally.ingested, tally.rejected
+            ));
+        }
+        Ok(())
+    })?;
+    send(api, args, &mut batch, &mut tally)?;
+    bar.finish_and_clear();
+    for s in &tally.shown {
+        println!("rejected {s}");
+    }
+    if tally.rejected > REJECTS_SHOWN as u64 {
+        println!(
+            "… and {} more rejections",
+            tally.rejected - REJECTS_SHOWN as u64
+        );
+    }
+    for (reason, n) in &tally.by_reason {
+        println!("{n:>8} rejected: {reason}");
+    }
+    println!(
+        "ingested {} records, rejected {}, in {:.1} s",
+        tally.ingested,
+        tally.rejected,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
