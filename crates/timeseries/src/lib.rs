@@ -155,9 +155,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
         common: Option<&Record>,
         records: &[Record],
     ) -> Result<Ingested> {
-        let handle = self.catalog.table(db, table)?;
-        let now_ns = self.clock.now_us().saturating_mul(1000);
-        let out = write::write_records(&self.catalog, &handle, common, records, now_ns)?;
+        let out = self.write_records_outcome(db, table, common, records)?;
         if out.rejected.is_empty() {
             Ok(out.ingested)
         } else {

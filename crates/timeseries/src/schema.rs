@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{MAX_DIMENSIONS_PER_TABLE, MAX_MEASURES_PER_TABLE};
-use crate::model::{MeasureType, Measures};
+use crate::model::{MeasureType, Measures, Value};
 
 /// The inferred schema of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -34,18 +34,16 @@ impl Schema {
         }
     }
 
-    /// Admits a record's names into the schema, adding the new ones; on a conflict
-    /// returns the rejection reason and leaves the schema unchanged.
-    pub fn admit(
-        &mut self,
+    /// Checks a record's names against the schema without changing it: `Ok(true)` if
+    /// admitting it would add names, `Ok(false)` if every name is known with the
+    /// record's type, `Err(reason)` on a conflict or a limit.
+    pub fn check(
+        &self,
         dims: &[(String, String)],
         measure: &str,
         measures: &Measures,
-    ) -> Result<(), String> {
-        let kind = match measures {
-            Measures::Single(v) => v.kind(),
-            Measures::Multi(_) => MeasureType::Multi,
-        };
+    ) -> Result<bool, String> {
+        let kind = kind_of(measures);
         if let Some(&have) = self.measures.get(measure)
             && have != kind
         {
@@ -55,10 +53,7 @@ impl Schema {
                 kind.as_str()
             ));
         }
-        let attrs: &[(String, crate::model::Value)] = match measures {
-            Measures::Multi(vs) => vs,
-            Measures::Single(_) => &[],
-        };
+        let attrs = attributes_of(measures);
         for (name, v) in attrs {
             if let Some(&have) = self.attributes.get(name)
                 && have != v.kind()
@@ -82,15 +77,14 @@ impl Schema {
                 ));
             }
         }
-        let new_dims: Vec<&String> = dims
+        let new_dims = dims
             .iter()
-            .map(|(d, _)| d)
-            .filter(|d| self.dimension_index(d).is_none())
-            .collect();
-        if self.dimensions.len() + new_dims.len() > MAX_DIMENSIONS_PER_TABLE {
+            .filter(|(d, _)| self.dimension_index(d).is_none())
+            .count();
+        if self.dimensions.len() + new_dims > MAX_DIMENSIONS_PER_TABLE {
             return Err(format!(
                 "The record would bring the table to {} dimensions; the limit is {MAX_DIMENSIONS_PER_TABLE}.",
-                self.dimensions.len() + new_dims.len()
+                self.dimensions.len() + new_dims
             ));
         }
         let new_measures = usize::from(!self.measures.contains_key(measure))
@@ -103,12 +97,46 @@ impl Schema {
                 "The record would bring the table past {MAX_MEASURES_PER_TABLE} measures."
             ));
         }
-        self.dimensions.extend(new_dims.into_iter().cloned());
-        self.measures.entry(measure.to_string()).or_insert(kind);
-        for (name, v) in attrs {
+        Ok(new_dims + new_measures > 0)
+    }
+
+    /// Admits a record's names into the schema, adding the new ones; on a conflict
+    /// returns the rejection reason and leaves the schema unchanged.
+    pub fn admit(
+        &mut self,
+        dims: &[(String, String)],
+        measure: &str,
+        measures: &Measures,
+    ) -> Result<(), String> {
+        if !self.check(dims, measure, measures)? {
+            return Ok(());
+        }
+        for (d, _) in dims {
+            if self.dimension_index(d).is_none() {
+                self.dimensions.push(d.clone());
+            }
+        }
+        self.measures
+            .entry(measure.to_string())
+            .or_insert(kind_of(measures));
+        for (name, v) in attributes_of(measures) {
             self.attributes.entry(name.clone()).or_insert(v.kind());
         }
         Ok(())
+    }
+}
+
+fn kind_of(measures: &Measures) -> MeasureType {
+    match measures {
+        Measures::Single(v) => v.kind(),
+        Measures::Multi(_) => MeasureType::Multi,
+    }
+}
+
+fn attributes_of(measures: &Measures) -> &[(String, Value)] {
+    match measures {
+        Measures::Multi(vs) => vs,
+        Measures::Single(_) => &[],
     }
 }
 

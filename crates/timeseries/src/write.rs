@@ -323,7 +323,9 @@ fn check_request(common: Option<&Record>, records: &[Record]) -> Result<()> {
     Ok(())
 }
 
-/// Step 2: admits the records' names, growing and persisting the schema if needed.
+/// Step 2: admits the records' names. When every name is known (the common case) the
+/// schema is only read; when some record brings new names, the schema grows and is
+/// persisted under the table's schema lock, checked against the newest description.
 fn admit<S: WideColumnStore>(
     catalog: &Catalog<S>,
     handle: &TableHandle,
@@ -331,41 +333,41 @@ fn admit<S: WideColumnStore>(
     parsed: Vec<(usize, Parsed, bool)>,
     rejected: &mut Vec<RejectedRecord>,
 ) -> Result<Vec<(usize, Parsed, bool)>> {
-    let run = |schema: &mut crate::schema::Schema, rejected: &mut Vec<RejectedRecord>| {
-        let mut ok = Vec::with_capacity(parsed.len());
-        let mut bad = Vec::new();
-        for (i, p, magnetic) in &parsed {
-            match schema.admit(&p.dimensions, &p.measure_name, &p.measures) {
-                Ok(()) => ok.push((*i, p.clone(), *magnetic)),
-                Err(reason) => bad.push((*i, reason)),
-            }
+    let checks: Vec<Result<bool, String>> = parsed
+        .iter()
+        .map(|(_, p, _)| {
+            meta.schema
+                .check(&p.dimensions, &p.measure_name, &p.measures)
+        })
+        .collect();
+    let verdicts: Vec<Result<(), String>> = if checks.iter().any(|c| matches!(c, Ok(true))) {
+        let _lock = handle
+            .schema_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fresh = handle.meta();
+        let mut schema = fresh.schema.clone();
+        let verdicts = parsed
+            .iter()
+            .map(|(_, p, _)| schema.admit(&p.dimensions, &p.measure_name, &p.measures))
+            .collect();
+        if schema != fresh.schema {
+            let mut next = (*fresh).clone();
+            next.schema = schema;
+            catalog.put_table(handle, next)?;
         }
-        for (i, reason) in bad {
-            reject(rejected, i, reason, None);
-        }
-        ok
+        *meta = handle.meta();
+        verdicts
+    } else {
+        checks.into_iter().map(|c| c.map(drop)).collect()
     };
-    let mut schema = meta.schema.clone();
-    let mut scratch = Vec::new();
-    let ok = run(&mut schema, &mut scratch);
-    if schema == meta.schema {
-        rejected.append(&mut scratch);
-        return Ok(ok);
+    let mut ok = Vec::with_capacity(parsed.len());
+    for (record, verdict) in parsed.into_iter().zip(verdicts) {
+        match verdict {
+            Ok(()) => ok.push(record),
+            Err(reason) => reject(rejected, record.0, reason, None),
+        }
     }
-    // The schema grows: redo it under the lock against the newest description.
-    let _lock = handle
-        .schema_lock
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let fresh = handle.meta();
-    let mut schema = fresh.schema.clone();
-    let ok = run(&mut schema, rejected);
-    if schema != fresh.schema {
-        let mut next = (*fresh).clone();
-        next.schema = schema;
-        catalog.put_table(handle, next)?;
-    }
-    *meta = handle.meta();
     Ok(ok)
 }
 
