@@ -79,11 +79,7 @@ struct Phase {
 
 impl Phase {
     fn percentile(&self, q: f64) -> Duration {
-        let last = self.latencies.len().saturating_sub(1);
-        self.latencies
-            .get((last as f64 * q).round() as usize)
-            .copied()
-            .unwrap_or_default()
+        percentile(&self.latencies, q)
     }
 
     /// Prints one line: `rate` is the throughput already in its unit; server CPU time
@@ -107,7 +103,17 @@ impl Phase {
     }
 }
 
-fn fmt_latency(d: Duration) -> String {
+/// The `q` quantile (0..=1) of sorted latencies; zero when there are none.
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    let last = sorted.len().saturating_sub(1);
+    sorted
+        .get((last as f64 * q).round() as usize)
+        .copied()
+        .unwrap_or_default()
+}
+
+/// A latency in µs below a millisecond, else in ms.
+pub(crate) fn fmt_latency(d: Duration) -> String {
     if d < Duration::from_millis(1) {
         format!("{} µs", d.as_micros())
     } else {

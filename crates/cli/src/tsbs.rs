@@ -45,7 +45,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 
 use crate::http::{Client, Endpoint, Response, query_escape};
-use crate::loadgen::process_cpu_secs;
+use crate::loadgen::{fmt_latency, process_cpu_secs};
 use data::{Format, Spec};
 
 /// Rows per InfluxDB request: the TSBS loader's default `--batch-size`.
@@ -162,11 +162,7 @@ impl Tally {
     }
 
     fn percentile(&self, q: f64) -> Duration {
-        let last = self.latencies.len().saturating_sub(1);
-        self.latencies
-            .get((last as f64 * q).round() as usize)
-            .copied()
-            .unwrap_or_default()
+        crate::loadgen::percentile(&self.latencies, q)
     }
 }
 
@@ -607,14 +603,6 @@ fn dir_bytes(dir: &Path) -> anyhow::Result<DirSize> {
         }
     }
     Ok(total)
-}
-
-fn fmt_latency(d: Duration) -> String {
-    if d < Duration::from_millis(1) {
-        format!("{} µs", d.as_micros())
-    } else {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    }
 }
 
 /// Epoch seconds from `s`: digits (epoch seconds) or RFC 3339 with whole seconds
