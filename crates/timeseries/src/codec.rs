@@ -50,11 +50,18 @@ pub fn decode_value(bytes: &[u8], kind: MeasureType) -> Result<Value> {
     })
 }
 
-/// `varint(len(name)) name value`: a qualifier that holds an attribute and its value.
-pub fn encode_named_value(name: &str, v: &Value) -> Vec<u8> {
+/// `varint(len(name)) name`: the prefix of every [`encode_named_value`] qualifier of
+/// an attribute (a column range selects the attribute).
+pub fn named_prefix(name: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(name.len() + 10);
     prost::encoding::encode_varint(name.len() as u64, &mut out);
     out.extend_from_slice(name.as_bytes());
+    out
+}
+
+/// `varint(len(name)) name value`: a qualifier that holds an attribute and its value.
+pub fn encode_named_value(name: &str, v: &Value) -> Vec<u8> {
+    let mut out = named_prefix(name);
     encode_value(v, &mut out);
     out
 }

@@ -18,11 +18,11 @@ use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 
 use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
-use crate::codec::encode_named_value;
+use crate::codec::named_prefix;
 use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
-use crate::model::{Measures, Point, Value};
+use crate::model::{Measures, Point};
 use crate::rows::{cell_ts_us, decode_row};
 use crate::store::WideColumnStore;
 
@@ -154,7 +154,7 @@ pub fn filter(meta: &TableMeta, sel: &Selection) -> Option<RowFilter> {
         let mut any: Vec<RowFilter> = vec![RowFilter::FamilyNameRegex(META_FAMILY.into())];
         for a in attrs {
             let (start, end) = if meta.layout.pattern == Pattern::BucketColumns {
-                let p = encode_named_value(a, &Value::Varchar(String::new()));
+                let p = named_prefix(a);
                 let end = prefix_successor(&p);
                 (
                     Bound::Included(p),
