@@ -1,0 +1,365 @@
+//! A Bigtable table as GoogleSQL for Bigtable shows it: `_key` (bytes), `_timestamp`
+//! (the newest cell of the row), and one column per family, a map from qualifier to
+//! the latest value (`cf['qualifier']`). Aggregate int64 families map to int64 values;
+//! other families hold bytes (cast them with `be_int64`, `be_float64`, `CAST(… AS
+//! STRING)`).
+//!
+//! A scan turns DataFusion's hints into one engine read:
+//! 1. filters on `_key` become row ranges ([`crate::keyrange`]): `WHERE _key = 'x'`
+//!    reads one row;
+//! 2. the projected families become a family filter, plus "latest cell per column";
+//!    with no family projected only the first cell of each row is read, value stripped;
+//! 3. LIMIT (when DataFusion passes it) becomes the read's row limit.
+
+use std::sync::Arc;
+
+use almanac_engine::filter::RowFilter;
+use almanac_engine::rowset::RowSet;
+use almanac_engine::schema::{Aggregate, TableInfo, ValueType};
+use almanac_engine::{Engine, ReadRequest, Row};
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    Array, ArrayRef, BinaryBuilder, Int64Builder, MapBuilder, TimestampMicrosecondBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::empty::EmptyExec;
+
+use crate::keyrange::{KeySpace, is_key_predicate};
+use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
+use crate::stats::ScanCounters;
+
+/// Name of the row-key column.
+pub const KEY_COLUMN: &str = "_key";
+/// Name of the row's newest-cell timestamp column.
+pub const TIMESTAMP_COLUMN: &str = "_timestamp";
+
+/// How a family's latest values appear in SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FamilyKind {
+    Bytes,
+    Int64,
+}
+
+impl FamilyKind {
+    fn of(t: ValueType) -> Self {
+        match t {
+            ValueType::Aggregate(Aggregate::Sum | Aggregate::Min | Aggregate::Max) => Self::Int64,
+            _ => Self::Bytes,
+        }
+    }
+}
+
+/// One Bigtable table as a DataFusion table.
+#[derive(Debug)]
+pub struct BigtableTable {
+    engine: Arc<Engine>,
+    info: TableInfo,
+    families: Vec<(String, FamilyKind)>,
+    schema: SchemaRef,
+    counters: Arc<ScanCounters>,
+}
+
+fn map_type(kind: FamilyKind) -> DataType {
+    match kind {
+        FamilyKind::Bytes => MapBuilder::new(None, BinaryBuilder::new(), BinaryBuilder::new())
+            .finish()
+            .data_type()
+            .clone(),
+        FamilyKind::Int64 => MapBuilder::new(None, BinaryBuilder::new(), Int64Builder::new())
+            .finish()
+            .data_type()
+            .clone(),
+    }
+}
+
+fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+impl BigtableTable {
+    /// The table `info` of `engine`, counting reads into `counters`.
+    pub fn new(engine: Arc<Engine>, info: TableInfo, counters: Arc<ScanCounters>) -> Self {
+        let families: Vec<(String, FamilyKind)> = info
+            .families
+            .iter()
+            .map(|(name, spec)| (name.clone(), FamilyKind::of(spec.value_type)))
+            .collect();
+        let mut fields = vec![
+            Field::new(KEY_COLUMN, DataType::Binary, false),
+            Field::new(TIMESTAMP_COLUMN, timestamp_type(), true),
+        ];
+        for (name, kind) in &families {
+            fields.push(Field::new(name, map_type(*kind), false));
+        }
+        Self {
+            engine,
+            info,
+            families,
+            schema: Arc::new(Schema::new(fields)),
+            counters,
+        }
+    }
+}
+
+/// What one scan reads and how it lays the rows out.
+struct BigtableScan {
+    engine: Arc<Engine>,
+    instance: String,
+    table: String,
+    request: ReadRequest,
+    schema: SchemaRef,
+    /// Output columns in order.
+    columns: Vec<Column>,
+    counters: Arc<ScanCounters>,
+}
+
+#[derive(Debug, Clone)]
+enum Column {
+    Key,
+    Timestamp,
+    Family(String, FamilyKind),
+}
+
+enum Builder {
+    Key(BinaryBuilder),
+    Timestamp(TimestampMicrosecondBuilder),
+    Bytes(String, MapBuilder<BinaryBuilder, BinaryBuilder>),
+    Int64(String, MapBuilder<BinaryBuilder, Int64Builder>),
+}
+
+impl Builder {
+    fn new(c: &Column) -> Self {
+        match c {
+            Column::Key => Self::Key(BinaryBuilder::new()),
+            Column::Timestamp => Self::Timestamp(TimestampMicrosecondBuilder::new()),
+            Column::Family(name, FamilyKind::Bytes) => Self::Bytes(
+                name.clone(),
+                MapBuilder::new(None, BinaryBuilder::new(), BinaryBuilder::new()),
+            ),
+            Column::Family(name, FamilyKind::Int64) => Self::Int64(
+                name.clone(),
+                MapBuilder::new(None, BinaryBuilder::new(), Int64Builder::new()),
+            ),
+        }
+    }
+
+    fn append(&mut self, row: &Row) -> crate::Result<()> {
+        match self {
+            Self::Key(b) => b.append_value(&row.key),
+            Self::Timestamp(b) => b.append_option(row.cells.iter().map(|c| c.timestamp_us).max()),
+            Self::Bytes(family, b) => {
+                for c in latest_cells(row, family) {
+                    b.keys().append_value(&c.qualifier);
+                    b.values().append_value(&c.value);
+                }
+                b.append(true)
+                    .map_err(|e| crate::Error::Execution(e.to_string()))?;
+            }
+            Self::Int64(family, b) => {
+                for c in latest_cells(row, family) {
+                    b.keys().append_value(&c.qualifier);
+                    let v = <[u8; 8]>::try_from(c.value.as_slice()).ok().map(i64::from_be_bytes);
+                    b.values().append_option(v);
+                }
+                b.append(true)
+                    .map_err(|e| crate::Error::Execution(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Key(b) => Arc::new(b.finish()),
+            Self::Timestamp(b) => Arc::new(b.finish().with_timezone("UTC")),
+            Self::Bytes(_, b) => Arc::new(b.finish()),
+            Self::Int64(_, b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// The newest cell of each column of `family` (cells come newest first per column).
+fn latest_cells<'r>(row: &'r Row, family: &'r str) -> impl Iterator<Item = &'r almanac_engine::Cell> {
+    let mut last: Option<&[u8]> = None;
+    row.cells.iter().filter(move |c| {
+        if &*c.family != family || last == Some(&c.qualifier[..]) {
+            return false;
+        }
+        last = Some(&c.qualifier[..]);
+        true
+    })
+}
+
+impl Producer for BigtableScan {
+    fn produce(&self, sink: &Sink) -> crate::Result<()> {
+        let mut stream =
+            self.engine
+                .read_rows(&self.instance, &self.table, self.request.clone())?;
+        let mut builders: Vec<Builder> = self.columns.iter().map(Builder::new).collect();
+        let mut rows = 0usize;
+        let flush = |builders: &mut Vec<Builder>, rows: usize| -> crate::Result<bool> {
+            let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
+            let batch = if arrays.is_empty() {
+                RecordBatch::try_new_with_options(
+                    self.schema.clone(),
+                    arrays,
+                    &datafusion::arrow::record_batch::RecordBatchOptions::new()
+                        .with_row_count(Some(rows)),
+                )
+            } else {
+                RecordBatch::try_new(self.schema.clone(), arrays)
+            }
+            .map_err(|e| crate::Error::Execution(e.to_string()))?;
+            Ok(sink.send(batch))
+        };
+        for row in stream.by_ref() {
+            let row = row?;
+            for b in &mut builders {
+                b.append(&row)?;
+            }
+            rows += 1;
+            if rows == BATCH_ROWS {
+                if !flush(&mut builders, rows)? {
+                    break;
+                }
+                rows = 0;
+            }
+        }
+        if rows > 0 {
+            flush(&mut builders, rows)?;
+        }
+        let s = stream.stats();
+        self.counters.add(s.rows_returned, s.cells_loaded, s.rows_returned);
+        Ok(())
+    }
+}
+
+/// The read filter for the projected columns.
+fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
+    let families: Vec<&str> = columns
+        .iter()
+        .filter_map(|c| match c {
+            Column::Family(name, _) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let wants_time = columns.iter().any(|c| matches!(c, Column::Timestamp));
+    if families.is_empty() {
+        return Some(if wants_time {
+            RowFilter::Chain(vec![RowFilter::CellsPerColumnLimit(1), RowFilter::StripValue])
+        } else {
+            RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue])
+        });
+    }
+    let latest = RowFilter::CellsPerColumnLimit(1);
+    if wants_time {
+        // The timestamp looks at every family; values of the others are not needed.
+        return Some(latest);
+    }
+    let any: Vec<RowFilter> = families
+        .iter()
+        .map(|f| RowFilter::FamilyNameRegex(regex_escape(f)))
+        .collect();
+    let only = if any.len() == 1 {
+        any.into_iter().next().unwrap_or(RowFilter::PassAll)
+    } else {
+        RowFilter::Interleave(any)
+    };
+    Some(RowFilter::Chain(vec![only, latest]))
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        if !ch.is_ascii_alphanumeric() && ch != '_' {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[async_trait]
+impl TableProvider for BigtableTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if is_key_predicate(KEY_COLUMN, f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let schema = match projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => self.schema.clone(),
+        };
+        let keys = KeySpace::from_filters(KEY_COLUMN, filters);
+        if keys.is_empty() {
+            return Ok(Arc::new(EmptyExec::new(schema)));
+        }
+        let columns: Vec<Column> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.name().as_str() {
+                KEY_COLUMN => Column::Key,
+                TIMESTAMP_COLUMN => Column::Timestamp,
+                name => {
+                    let kind = self
+                        .families
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or(FamilyKind::Bytes, |(_, k)| *k);
+                    Column::Family(name.to_string(), kind)
+                }
+            })
+            .collect();
+        let request = ReadRequest {
+            rows: RowSet {
+                keys: Vec::new(),
+                ranges: keys.ranges.unwrap_or_default(),
+            },
+            filter: projection_filter(&columns),
+            limit: limit.map(|l| l as u64),
+            reversed: false,
+        };
+        let scan = BigtableScan {
+            engine: self.engine.clone(),
+            instance: self.info.instance.clone(),
+            table: self.info.name.clone(),
+            request,
+            schema: schema.clone(),
+            columns,
+            counters: self.counters.clone(),
+        };
+        scan_plan(schema, scan, limit)
+    }
+}

@@ -1,0 +1,140 @@
+//! How names resolve: one DataFusion catalog, [`CATALOG`]. Its schema [`BIGTABLE_SCHEMA`]
+//! (the default, so bare table names land there) holds the Bigtable tables of the
+//! query's instance; every other schema is a Timestream database, so
+//! `"sampleDB"."IoT"` is a time-series table. Providers are built on lookup, with the
+//! table's current schema, and share the query's [`ScanCounters`].
+
+use std::sync::Arc;
+
+use almanac_engine::Engine;
+use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider};
+use datafusion::datasource::TableProvider;
+use datafusion::error::{DataFusionError, Result as DfResult};
+
+use crate::bigtable::BigtableTable;
+use crate::series::SeriesTable;
+use crate::stats::ScanCounters;
+
+/// The one catalog's name.
+pub const CATALOG: &str = "almanac";
+/// The schema holding the Bigtable tables of the query's instance.
+pub const BIGTABLE_SCHEMA: &str = "bigtable";
+/// Databases listed at most (for `SHOW TABLES` and `information_schema`).
+const MAX_LISTED: usize = 10_000;
+
+/// The catalog of one query.
+#[derive(Debug)]
+pub struct Catalog {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) ts: Arc<TimeSeries<EmbeddedStore>>,
+    /// The Bigtable instance whose tables are in [`BIGTABLE_SCHEMA`].
+    pub(crate) instance: Option<String>,
+    pub(crate) counters: Arc<ScanCounters>,
+}
+
+impl CatalogProvider for Catalog {
+    fn schema_names(&self) -> Vec<String> {
+        let mut names = vec![BIGTABLE_SCHEMA.to_string()];
+        names.extend(
+            self.ts
+                .list_databases(None, MAX_LISTED)
+                .into_iter()
+                .map(|d| d.name),
+        );
+        names
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        if name == BIGTABLE_SCHEMA {
+            return Some(Arc::new(BigtableSchema {
+                engine: self.engine.clone(),
+                instance: self.instance.clone(),
+                counters: self.counters.clone(),
+            }));
+        }
+        self.ts.describe_database(name).ok()?;
+        Some(Arc::new(DatabaseSchema {
+            ts: self.ts.clone(),
+            database: name.to_string(),
+            counters: self.counters.clone(),
+        }))
+    }
+}
+
+/// The Bigtable tables of one instance.
+#[derive(Debug)]
+struct BigtableSchema {
+    engine: Arc<Engine>,
+    instance: Option<String>,
+    counters: Arc<ScanCounters>,
+}
+
+#[async_trait]
+impl SchemaProvider for BigtableSchema {
+    fn table_names(&self) -> Vec<String> {
+        let Some(instance) = &self.instance else {
+            return Vec::new();
+        };
+        self.engine
+            .list_tables(instance)
+            .map(|ts| ts.into_iter().map(|t| t.name).collect())
+            .unwrap_or_default()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        let Some(instance) = &self.instance else {
+            return Ok(None);
+        };
+        match self.engine.get_table(instance, name) {
+            Ok(info) => Ok(Some(Arc::new(BigtableTable::new(
+                self.engine.clone(),
+                info,
+                self.counters.clone(),
+            )))),
+            Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.instance
+            .as_ref()
+            .is_some_and(|i| self.engine.get_table(i, name).is_ok())
+    }
+}
+
+/// The tables of one Timestream database.
+#[derive(Debug)]
+struct DatabaseSchema {
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    database: String,
+    counters: Arc<ScanCounters>,
+}
+
+#[async_trait]
+impl SchemaProvider for DatabaseSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.ts
+            .list_tables(Some(&self.database), None, MAX_LISTED)
+            .map(|ts| ts.iter().map(|t| t.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        match self.ts.describe_table(&self.database, name) {
+            Ok(meta) => Ok(Some(Arc::new(SeriesTable::new(
+                self.ts.clone(),
+                meta,
+                self.counters.clone(),
+            )))),
+            Err(almanac_timeseries::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.ts.describe_table(&self.database, name).is_ok()
+    }
+}

@@ -1,0 +1,158 @@
+//! The crate's one error enum. The server maps it to gRPC statuses and to Timestream's
+//! exceptions, each in one place.
+
+use datafusion::error::DataFusionError;
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong with a query.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The text is not SQL we can parse; `line` and `column` are 1-based.
+    #[error("syntax error at line {line}, column {column}: {message}")]
+    Syntax {
+        /// What the parser expected or found.
+        message: String,
+        /// Line of the offending token (0 when unknown).
+        line: u64,
+        /// Column of the offending token (0 when unknown).
+        column: u64,
+    },
+    /// A named table (or database) does not exist.
+    #[error("table {0} does not exist")]
+    TableNotFound(String),
+    /// The query parses but cannot be planned: unknown column, wrong types, bad arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// A parameter is missing or has the wrong type.
+    #[error("parameter: {0}")]
+    Parameter(String),
+    /// The query ran out of an allowed resource (rows returned, memory).
+    #[error("{0}")]
+    ResourcesExhausted(String),
+    /// The query was cancelled.
+    #[error("query {0} was cancelled")]
+    Cancelled(String),
+    /// Storage failed underneath.
+    #[error("storage: {0}")]
+    Store(String),
+    /// DataFusion failed while executing (a bug or an internal limit).
+    #[error("execution: {0}")]
+    Execution(String),
+}
+
+impl From<almanac_engine::Error> for Error {
+    fn from(e: almanac_engine::Error) -> Self {
+        match e {
+            almanac_engine::Error::NotFound { .. } => Self::TableNotFound(e.to_string()),
+            other => Self::Store(other.to_string()),
+        }
+    }
+}
+
+impl From<almanac_timeseries::Error> for Error {
+    fn from(e: almanac_timeseries::Error) -> Self {
+        match e {
+            almanac_timeseries::Error::NotFound { ref name, .. } => {
+                Self::TableNotFound(name.clone())
+            }
+            other => Self::Store(other.to_string()),
+        }
+    }
+}
+
+impl From<DataFusionError> for Error {
+    fn from(e: DataFusionError) -> Self {
+        classify(e)
+    }
+}
+
+/// Sorts a DataFusion error into our kinds, unwrapping the context DataFusion adds.
+fn classify(e: DataFusionError) -> Error {
+    match e {
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            classify(*inner)
+        }
+        DataFusionError::Shared(inner) => classify(DataFusionError::External(Box::new(
+            std::io::Error::other(inner.to_string()),
+        ))),
+        DataFusionError::SQL(e, _) => {
+            let message = e.to_string();
+            let (line, column) = position_of(&message);
+            Error::Syntax {
+                message: strip_position(&message),
+                line,
+                column,
+            }
+        }
+        DataFusionError::Plan(m) => plan_error(m),
+        DataFusionError::SchemaError(e, _) => Error::Invalid(e.to_string()),
+        DataFusionError::NotImplemented(m) => Error::Invalid(format!("not supported: {m}")),
+        DataFusionError::ResourcesExhausted(m) => Error::ResourcesExhausted(m),
+        DataFusionError::External(inner) => match inner.downcast::<Error>() {
+            Ok(ours) => *ours,
+            Err(other) => Error::Execution(other.to_string()),
+        },
+        DataFusionError::ExecutionJoin(e) => Error::Execution(e.to_string()),
+        other => Error::Execution(other.to_string()),
+    }
+}
+
+fn plan_error(m: String) -> Error {
+    const MISSING: &str = "table '";
+    if let Some(rest) = m.strip_prefix(MISSING)
+        && let Some(name) = rest.strip_suffix("' not found")
+    {
+        return Error::TableNotFound(name.to_string());
+    }
+    Error::Invalid(m)
+}
+
+/// sqlparser ends its messages with "at Line: L, Column: C".
+fn position_of(message: &str) -> (u64, u64) {
+    let Some(at) = message.rfind("Line: ") else {
+        return (0, 0);
+    };
+    let tail = &message[at + "Line: ".len()..];
+    let mut parts = tail.split(", Column: ");
+    let line = parts.next().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+    let column = parts
+        .next()
+        .map(|c| c.chars().take_while(char::is_ascii_digit).collect::<String>())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (line, column)
+}
+
+fn strip_position(message: &str) -> String {
+    let m = message.strip_prefix("sql parser error: ").unwrap_or(message);
+    match m.rfind(" at Line: ") {
+        Some(at) => m[..at].to_string(),
+        None => m.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parser_positions_are_extracted() {
+        assert_eq!(
+            position_of("sql parser error: Expected: end of statement, found: x at Line: 2, Column: 7"),
+            (2, 7)
+        );
+        assert_eq!(position_of("no position"), (0, 0));
+        assert_eq!(
+            strip_position("sql parser error: Expected: an expression, found: EOF at Line: 1, Column: 8"),
+            "Expected: an expression, found: EOF"
+        );
+    }
+
+    #[test]
+    fn missing_tables_are_named() {
+        let e = plan_error("table 'almanac.bigtable.nope' not found".into());
+        assert!(matches!(e, Error::TableNotFound(n) if n == "almanac.bigtable.nope"));
+    }
+}

@@ -1,0 +1,187 @@
+//! SQL over everything Almanac stores, on Apache DataFusion.
+//!
+//! A query walks through:
+//! 1. [`rewrite`]: Timestream and GoogleSQL spellings DataFusion does not parse
+//!    (`measure_value::double`, `15m`, `@param`) are rewritten token by token;
+//! 2. a DataFusion session with one catalog ([`catalog`]): bare names are the Bigtable
+//!    tables of the query's instance ([`bigtable`]), `"db"."table"` names are
+//!    Timestream tables ([`series`]); Timestream's functions are registered
+//!    ([`functions`]);
+//! 3. DataFusion plans and optimizes; each provider turns the filters it is offered into
+//!    row ranges and storage filters ([`keyrange`], [`series`]) and reads through
+//!    [`source`], streaming record batches from a blocking thread;
+//! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
+//!    storage read for them.
+//!
+//! Only queries run: DDL, DML and `SET` are refused.
+
+pub mod bigtable;
+pub mod catalog;
+pub mod error;
+pub mod functions;
+pub mod keyrange;
+pub mod rewrite;
+pub mod series;
+pub mod source;
+pub mod stats;
+
+use std::sync::Arc;
+
+use almanac_engine::Engine;
+use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{CatalogProviderList, MemoryCatalogProviderList};
+use datafusion::common::ParamValues;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, SessionState};
+use datafusion::execution::session_state::SessionStateBuilder;
+
+pub use error::{Error, Result};
+pub use stats::{ScanCounters, ScanTotals};
+
+/// Where bare table names resolve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// The Bigtable instance (`projects/p/instances/i`) whose tables are the bare names.
+    pub instance: Option<String>,
+}
+
+impl Scope {
+    /// Bare names are tables of `instance`.
+    pub fn instance(instance: impl Into<String>) -> Self {
+        Self {
+            instance: Some(instance.into()),
+        }
+    }
+}
+
+/// A planned query, ready to stream.
+pub struct Prepared {
+    /// The result's columns.
+    pub schema: SchemaRef,
+    frame: datafusion::dataframe::DataFrame,
+    counters: Arc<ScanCounters>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// Runs the query, streaming its batches; the counters fill as it runs.
+    pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
+        let stream = self.frame.execute_stream().await?;
+        Ok((stream, self.counters))
+    }
+
+    /// Runs the query to the end.
+    pub async fn collect(self) -> Result<QueryOutput> {
+        let schema = self.schema.clone();
+        let counters = self.counters.clone();
+        let batches = self.frame.collect().await?;
+        Ok(QueryOutput {
+            schema,
+            batches,
+            scan: counters.totals(),
+        })
+    }
+}
+
+/// A query's whole result.
+#[derive(Debug, Clone)]
+pub struct QueryOutput {
+    /// Columns.
+    pub schema: SchemaRef,
+    /// Rows, in batches.
+    pub batches: Vec<RecordBatch>,
+    /// What storage read for them.
+    pub scan: ScanTotals,
+}
+
+impl QueryOutput {
+    /// Rows returned.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// The SQL service over an engine and its time-series layer.
+pub struct SqlEngine {
+    engine: Arc<Engine>,
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    base: SessionState,
+}
+
+impl std::fmt::Debug for SqlEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlEngine").finish_non_exhaustive()
+    }
+}
+
+impl SqlEngine {
+    /// SQL over `engine`'s Bigtable tables and `ts`'s time-series tables.
+    pub fn new(engine: Arc<Engine>, ts: Arc<TimeSeries<EmbeddedStore>>) -> Result<Self> {
+        let mut config = SessionConfig::new()
+            .with_default_catalog_and_schema(catalog::CATALOG, catalog::BIGTABLE_SCHEMA)
+            .with_information_schema(true)
+            .with_create_default_catalog_and_schema(false);
+        // Table, database and column names are case-sensitive, as in Bigtable and
+        // Timestream (function names stay case-insensitive).
+        config.options_mut().sql_parser.enable_ident_normalization = false;
+        let mut base = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .build();
+        functions::register(&mut base)?;
+        Ok(Self { engine, ts, base })
+    }
+
+    /// Parses and plans `sql` with `params` bound to its `$name` / `@name` placeholders.
+    pub async fn prepare(
+        &self,
+        sql: &str,
+        scope: &Scope,
+        params: Option<ParamValues>,
+    ) -> Result<Prepared> {
+        let sql = rewrite::rewrite(sql)?;
+        let counters = Arc::new(ScanCounters::default());
+        let catalogs = MemoryCatalogProviderList::new();
+        catalogs.register_catalog(
+            catalog::CATALOG.to_string(),
+            Arc::new(catalog::Catalog {
+                engine: self.engine.clone(),
+                ts: self.ts.clone(),
+                instance: scope.instance.clone(),
+                counters: counters.clone(),
+            }),
+        );
+        let state = SessionStateBuilder::new_from_existing(self.base.clone())
+            .with_catalog_list(Arc::new(catalogs) as Arc<dyn CatalogProviderList>)
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let mut frame = ctx.sql_with_options(&sql, options).await?;
+        if let Some(p) = params {
+            frame = frame.with_param_values(p)?;
+        }
+        let schema = Arc::new(frame.schema().as_arrow().clone());
+        Ok(Prepared {
+            schema,
+            frame,
+            counters,
+        })
+    }
+
+    /// Plans and runs `sql` to the end.
+    pub async fn query(&self, sql: &str, scope: &Scope) -> Result<QueryOutput> {
+        self.prepare(sql, scope, None).await?.collect().await
+    }
+}

@@ -1,0 +1,447 @@
+//! A Timestream table in Timestream's flat model: one column per dimension (VARCHAR),
+//! `measure_name`, `time`, `measure_value::<type>` for single-measure records of each
+//! type the table holds, and one column per attribute of multi-measure records.
+//!
+//! A scan turns DataFusion's filters into a [`Selection`] whatever the storage pattern:
+//! `measure_name = …` and `<dimension> = …` pick key prefixes, comparisons and BETWEEN
+//! on `time` bound the time range (keys and cell timestamps). DataFusion still applies
+//! every filter itself, so pushdown only narrows what is read.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
+use almanac_timeseries::query::Selection;
+use almanac_timeseries::{EmbeddedStore, TableMeta, TimeSeries};
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+    TimestampNanosecondBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::ScalarValue;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
+use crate::stats::ScanCounters;
+
+/// The measure-name column.
+pub const MEASURE_NAME: &str = "measure_name";
+/// The time column.
+pub const TIME: &str = "time";
+/// Prefix of the single-measure value columns (`measure_value::double`, …).
+pub const MEASURE_VALUE_PREFIX: &str = "measure_value::";
+
+/// The single-measure value types, in column order.
+const SINGLE_TYPES: [MeasureType; 5] = [
+    MeasureType::Double,
+    MeasureType::Bigint,
+    MeasureType::Varchar,
+    MeasureType::Boolean,
+    MeasureType::Timestamp,
+];
+
+/// The Arrow type of a Timestream scalar type.
+pub fn arrow_type(t: MeasureType) -> DataType {
+    match t {
+        MeasureType::Double => DataType::Float64,
+        MeasureType::Bigint => DataType::Int64,
+        MeasureType::Boolean => DataType::Boolean,
+        MeasureType::Timestamp => DataType::Timestamp(TimeUnit::Nanosecond, None),
+        MeasureType::Varchar | MeasureType::Multi => DataType::Utf8,
+    }
+}
+
+/// What a column of the flat model holds.
+#[derive(Debug, Clone, PartialEq)]
+enum Column {
+    Dimension(String),
+    MeasureName,
+    Time,
+    /// `measure_value::<type>` of single-measure records.
+    Single(MeasureType),
+    /// One attribute of multi-measure records.
+    Attribute(String, MeasureType),
+}
+
+impl Column {
+    fn name(&self) -> String {
+        match self {
+            Self::Dimension(n) | Self::Attribute(n, _) => n.clone(),
+            Self::MeasureName => MEASURE_NAME.into(),
+            Self::Time => TIME.into(),
+            Self::Single(t) => format!("{MEASURE_VALUE_PREFIX}{}", t.as_str().to_lowercase()),
+        }
+    }
+
+    fn field(&self) -> Field {
+        match self {
+            Self::Dimension(n) => Field::new(n, DataType::Utf8, true),
+            Self::MeasureName => Field::new(MEASURE_NAME, DataType::Utf8, false),
+            Self::Time => Field::new(TIME, arrow_type(MeasureType::Timestamp), false),
+            Self::Single(t) => Field::new(self.name(), arrow_type(*t), true),
+            Self::Attribute(n, t) => Field::new(n, arrow_type(*t), true),
+        }
+    }
+}
+
+/// One time-series table as a DataFusion table.
+#[derive(Debug)]
+pub struct SeriesTable {
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    meta: Arc<TableMeta>,
+    columns: Vec<Column>,
+    schema: SchemaRef,
+    counters: Arc<ScanCounters>,
+}
+
+impl SeriesTable {
+    /// The table `meta` of `ts`, counting reads into `counters`.
+    pub fn new(
+        ts: Arc<TimeSeries<EmbeddedStore>>,
+        meta: Arc<TableMeta>,
+        counters: Arc<ScanCounters>,
+    ) -> Self {
+        let s = &meta.schema;
+        let mut columns: Vec<Column> = s.dimensions.iter().cloned().map(Column::Dimension).collect();
+        columns.push(Column::MeasureName);
+        columns.push(Column::Time);
+        for t in SINGLE_TYPES {
+            if s.measures.values().any(|m| *m == t) {
+                columns.push(Column::Single(t));
+            }
+        }
+        for (name, t) in &s.attributes {
+            columns.push(Column::Attribute(name.clone(), *t));
+        }
+        let schema = Arc::new(Schema::new(columns.iter().map(Column::field).collect::<Vec<_>>()));
+        Self {
+            ts,
+            meta,
+            columns,
+            schema,
+            counters,
+        }
+    }
+
+    fn is_dimension(&self, name: &str) -> bool {
+        self.meta.schema.dimension_index(name).is_some()
+    }
+
+    /// Folds one filter into the selection; `false` if it says nothing we can use.
+    fn narrow(&self, sel: &mut Selection, e: &Expr) -> bool {
+        match e {
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+                if *op == Operator::And {
+                    let l = self.narrow(sel, left);
+                    let r = self.narrow(sel, right);
+                    return l || r;
+                }
+                let (name, op, value) = match (column_name(left), column_name(right)) {
+                    (Some(n), None) => (n, *op, &**right),
+                    (None, Some(n)) => match op.swap() {
+                        Some(op) => (n, op, &**left),
+                        None => return false,
+                    },
+                    _ => return false,
+                };
+                if name == TIME {
+                    let Some(ns) = timestamp_ns(value) else { return false };
+                    return narrow_time(sel, op, ns);
+                }
+                if op != Operator::Eq {
+                    return false;
+                }
+                let Some(text) = string_literal(value) else { return false };
+                if name == MEASURE_NAME {
+                    if sel.measure_name.as_ref().is_some_and(|m| *m != text) {
+                        // Contradiction: nothing matches. An impossible time range says so.
+                        sel.end_ns = sel.start_ns;
+                    }
+                    sel.measure_name = Some(text);
+                    true
+                } else if self.is_dimension(name) {
+                    sel.dimensions.push((name.to_string(), text));
+                    true
+                } else {
+                    false
+                }
+            }
+            Expr::Between(Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            }) if column_name(expr) == Some(TIME) => {
+                match (timestamp_ns(low), timestamp_ns(high)) {
+                    (Some(lo), Some(hi)) => {
+                        narrow_time(sel, Operator::GtEq, lo);
+                        narrow_time(sel, Operator::LtEq, hi);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+fn narrow_time(sel: &mut Selection, op: Operator, ns: i64) -> bool {
+    match op {
+        Operator::Gt => sel.start_ns = sel.start_ns.max(ns.saturating_add(1)),
+        Operator::GtEq => sel.start_ns = sel.start_ns.max(ns),
+        Operator::Lt => sel.end_ns = sel.end_ns.min(ns),
+        Operator::LtEq => sel.end_ns = sel.end_ns.min(ns.saturating_add(1)),
+        Operator::Eq => {
+            sel.start_ns = sel.start_ns.max(ns);
+            sel.end_ns = sel.end_ns.min(ns.saturating_add(1));
+        }
+        _ => return false,
+    }
+    true
+}
+
+fn column_name(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Column(c) => Some(c.name.as_str()),
+        Expr::Cast(c) => column_name(&c.expr),
+        _ => None,
+    }
+}
+
+fn string_literal(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A timestamp literal in nanoseconds, whatever its unit.
+fn timestamp_ns(e: &Expr) -> Option<i64> {
+    let Expr::Literal(v, _) = e else { return None };
+    match v {
+        ScalarValue::TimestampNanosecond(Some(x), _) => Some(*x),
+        ScalarValue::TimestampMicrosecond(Some(x), _) => x.checked_mul(1_000),
+        ScalarValue::TimestampMillisecond(Some(x), _) => x.checked_mul(1_000_000),
+        ScalarValue::TimestampSecond(Some(x), _) => x.checked_mul(1_000_000_000),
+        _ => None,
+    }
+}
+
+/// One scan: a selection and the columns to fill.
+struct SeriesScan {
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    meta: Arc<TableMeta>,
+    selection: Selection,
+    columns: Vec<Column>,
+    schema: SchemaRef,
+    limit: Option<usize>,
+    counters: Arc<ScanCounters>,
+}
+
+enum Builder {
+    Text(StringBuilder),
+    Float(Float64Builder),
+    Int(Int64Builder),
+    Bool(BooleanBuilder),
+    Time(TimestampNanosecondBuilder),
+}
+
+impl Builder {
+    fn new(c: &Column) -> Self {
+        let t = match c {
+            Column::Dimension(_) | Column::MeasureName => MeasureType::Varchar,
+            Column::Time => MeasureType::Timestamp,
+            Column::Single(t) | Column::Attribute(_, t) => *t,
+        };
+        match t {
+            MeasureType::Double => Self::Float(Float64Builder::new()),
+            MeasureType::Bigint => Self::Int(Int64Builder::new()),
+            MeasureType::Boolean => Self::Bool(BooleanBuilder::new()),
+            MeasureType::Timestamp => Self::Time(TimestampNanosecondBuilder::new()),
+            MeasureType::Varchar | MeasureType::Multi => Self::Text(StringBuilder::new()),
+        }
+    }
+
+    fn append(&mut self, v: Option<&Value>) {
+        match (self, v) {
+            (Self::Float(b), Some(Value::Double(x))) => b.append_value(*x),
+            (Self::Int(b), Some(Value::Bigint(x))) => b.append_value(*x),
+            (Self::Bool(b), Some(Value::Boolean(x))) => b.append_value(*x),
+            (Self::Time(b), Some(Value::Timestamp(x))) => b.append_value(*x),
+            (Self::Text(b), Some(Value::Varchar(x))) => b.append_value(x),
+            (Self::Float(b), _) => b.append_null(),
+            (Self::Int(b), _) => b.append_null(),
+            (Self::Bool(b), _) => b.append_null(),
+            (Self::Time(b), _) => b.append_null(),
+            (Self::Text(b), _) => b.append_null(),
+        }
+    }
+
+    fn append_text(&mut self, v: Option<&str>) {
+        if let Self::Text(b) = self {
+            b.append_option(v);
+        }
+    }
+
+    fn append_time(&mut self, ns: i64) {
+        if let Self::Time(b) = self {
+            b.append_value(ns);
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Text(b) => Arc::new(b.finish()),
+            Self::Float(b) => Arc::new(b.finish()),
+            Self::Int(b) => Arc::new(b.finish()),
+            Self::Bool(b) => Arc::new(b.finish()),
+            Self::Time(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+impl SeriesScan {
+    fn append(&self, builders: &mut [Builder], p: &Point) {
+        for (c, b) in self.columns.iter().zip(builders.iter_mut()) {
+            match c {
+                Column::Dimension(d) => b.append_text(
+                    p.dimensions
+                        .iter()
+                        .find(|(n, _)| n == d)
+                        .map(|(_, v)| v.as_str()),
+                ),
+                Column::MeasureName => b.append_text(Some(&p.measure_name)),
+                Column::Time => b.append_time(p.time_ns),
+                Column::Single(t) => b.append(match &p.measures {
+                    Measures::Single(v) if v.kind() == *t => Some(v),
+                    _ => None,
+                }),
+                Column::Attribute(name, _) => b.append(match &p.measures {
+                    Measures::Multi(vs) => vs.iter().find(|(n, _)| n == name).map(|(_, v)| v),
+                    Measures::Single(_) => None,
+                }),
+            }
+        }
+    }
+
+    fn batch(&self, builders: &mut [Builder], rows: usize) -> crate::Result<RecordBatch> {
+        let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
+        let options =
+            datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)
+            .map_err(|e| crate::Error::Execution(e.to_string()))
+    }
+}
+
+impl Producer for SeriesScan {
+    fn produce(&self, sink: &Sink) -> crate::Result<()> {
+        let mut builders: Vec<Builder> = self.columns.iter().map(Builder::new).collect();
+        let mut rows = 0usize;
+        let mut total = 0usize;
+        let mut failure = None;
+        let stats = almanac_timeseries::query::scan(
+            self.ts.store().as_ref(),
+            &self.meta,
+            &self.selection,
+            &mut |p| {
+                self.append(&mut builders, &p);
+                rows += 1;
+                total += 1;
+                if rows == BATCH_ROWS {
+                    match self.batch(&mut builders, rows) {
+                        Ok(b) => {
+                            if !sink.send(b) {
+                                return ControlFlow::Break(());
+                            }
+                        }
+                        Err(e) => {
+                            failure = Some(e);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    rows = 0;
+                }
+                if self.limit.is_some_and(|l| total >= l) {
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            },
+        )?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if rows > 0 {
+            sink.send(self.batch(&mut builders, rows)?);
+        }
+        self.counters.add(stats.rows, stats.cells, stats.points);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TableProvider for SeriesTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                let mut probe = Selection::default();
+                if self.narrow(&mut probe, f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let (schema, columns) = match projection {
+            Some(p) => (
+                Arc::new(self.schema.project(p)?),
+                p.iter().map(|i| self.columns[*i].clone()).collect(),
+            ),
+            None => (self.schema.clone(), self.columns.clone()),
+        };
+        let mut selection = Selection::default();
+        for f in filters {
+            self.narrow(&mut selection, f);
+        }
+        let scan = SeriesScan {
+            ts: self.ts.clone(),
+            meta: self.meta.clone(),
+            selection,
+            columns,
+            schema: schema.clone(),
+            limit,
+            counters: self.counters.clone(),
+        };
+        scan_plan(schema, scan, limit)
+    }
+}

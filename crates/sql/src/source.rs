@@ -1,0 +1,88 @@
+//! The one physical scan both providers use: a blocking producer (storage is
+//! synchronous) on tokio's blocking pool, sending record batches of at most
+//! [`BATCH_ROWS`] rows through a bounded channel, so a scan streams instead of
+//! loading the table, and stops when the query drops the stream (LIMIT, cancel).
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+
+/// Rows per record batch.
+pub const BATCH_ROWS: usize = 8192;
+
+/// Batches buffered between the storage thread and the query.
+const CHANNEL_BATCHES: usize = 2;
+
+/// Where a producer hands its batches; `false` from [`Sink::send`] means stop.
+pub struct Sink {
+    tx: tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
+}
+
+impl Sink {
+    /// Sends one batch; `false` once the query no longer wants rows.
+    pub fn send(&self, batch: RecordBatch) -> bool {
+        batch.num_rows() == 0 || self.tx.blocking_send(Ok(batch)).is_ok()
+    }
+}
+
+/// Fills a [`Sink`] from storage, on a blocking thread.
+pub trait Producer: Send + Sync + 'static {
+    /// Produces every batch (returns early when `sink.send` says stop).
+    fn produce(&self, sink: &Sink) -> crate::Result<()>;
+}
+
+struct Partition<P> {
+    schema: SchemaRef,
+    producer: Arc<P>,
+}
+
+impl<P> fmt::Debug for Partition<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Partition").finish_non_exhaustive()
+    }
+}
+
+impl<P: Producer> PartitionStream for Partition<P> {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), CHANNEL_BATCHES);
+        let sink = Sink { tx: builder.tx() };
+        let producer = self.producer.clone();
+        builder.spawn_blocking(move || {
+            producer
+                .produce(&sink)
+                .map_err(|e| DataFusionError::External(Box::new(e)))
+        });
+        builder.build()
+    }
+}
+
+/// A one-partition scan plan over `producer`, whose batches have `schema`.
+pub fn scan_plan<P: Producer>(
+    schema: SchemaRef,
+    producer: P,
+    limit: Option<usize>,
+) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let partition = Partition {
+        schema: schema.clone(),
+        producer: Arc::new(producer),
+    };
+    Ok(Arc::new(StreamingTableExec::try_new(
+        schema,
+        vec![Arc::new(partition)],
+        None,
+        Vec::new(),
+        false,
+        limit,
+    )?))
+}
