@@ -57,6 +57,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         TimeSeries::open(Arc::new(store), Arc::new(SystemClock))
             .context("opening the time-series catalog")?,
     );
+    let sql = Arc::new(
+        almanac_sql::SqlEngine::new(Arc::new(engine.clone()), ts.clone())
+            .context("starting the SQL engine")?,
+    );
     runtime.block_on(async {
         let bound = almanac_server::bind(args.addr).await?;
         let local = bound.local_addr()?;
@@ -76,8 +80,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
-        let http = tokio::spawn(almanac_server::timestream::serve(ts, ts_listener, stopped(stop_rx.clone())));
-        let grpc = almanac_server::serve(engine.clone(), bound, async move {
+        let http = tokio::spawn(almanac_server::timestream::serve(ts, sql.clone(), ts_listener, stopped(stop_rx.clone())));
+        let grpc = almanac_server::serve(engine.clone(), sql, bound, async move {
             shutdown_signal().await;
             let _ = stop_tx.send(true);
         });

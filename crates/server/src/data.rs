@@ -24,13 +24,23 @@ use crate::status::{IntoStatus, invalid, to_rpc_status};
 pub struct DataService {
     engine: Engine,
     committer: Committer,
+    /// SQL for PrepareQuery / ExecuteQuery.
+    #[allow(dead_code)]
+    sql: std::sync::Arc<almanac_sql::SqlEngine>,
 }
 
 impl DataService {
     /// Serves `engine`; starts the write committer thread.
-    pub fn new(engine: Engine) -> std::io::Result<Self> {
+    pub fn new(
+        engine: Engine,
+        sql: std::sync::Arc<almanac_sql::SqlEngine>,
+    ) -> std::io::Result<Self> {
         let committer = Committer::start(engine.clone())?;
-        Ok(Self { engine, committer })
+        Ok(Self {
+            engine,
+            committer,
+            sql,
+        })
     }
 }
 

@@ -89,10 +89,11 @@ pub async fn bind(addr: SocketAddr) -> Result<Bound, ServeError> {
 /// requests finish before this returns.
 pub async fn serve(
     engine: Engine,
+    sql: std::sync::Arc<almanac_sql::SqlEngine>,
     bound: Bound,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let data = data::DataService::new(engine.clone()).map_err(ServeError::Committer)?;
+    let data = data::DataService::new(engine.clone(), sql).map_err(ServeError::Committer)?;
     let data = BigtableServer::new(data)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);

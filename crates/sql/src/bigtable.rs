@@ -164,7 +164,9 @@ impl Builder {
             Self::Int64(family, b) => {
                 for c in latest_cells(row, family) {
                     b.keys().append_value(&c.qualifier);
-                    let v = <[u8; 8]>::try_from(c.value.as_slice()).ok().map(i64::from_be_bytes);
+                    let v = <[u8; 8]>::try_from(c.value.as_slice())
+                        .ok()
+                        .map(i64::from_be_bytes);
                     b.values().append_option(v);
                 }
                 b.append(true)
@@ -185,7 +187,10 @@ impl Builder {
 }
 
 /// The newest cell of each column of `family` (cells come newest first per column).
-fn latest_cells<'r>(row: &'r Row, family: &'r str) -> impl Iterator<Item = &'r almanac_engine::Cell> {
+fn latest_cells<'r>(
+    row: &'r Row,
+    family: &'r str,
+) -> impl Iterator<Item = &'r almanac_engine::Cell> {
     let mut last: Option<&[u8]> = None;
     row.cells.iter().filter(move |c| {
         if &*c.family != family || last == Some(&c.qualifier[..]) {
@@ -235,7 +240,8 @@ impl Producer for BigtableScan {
             flush(&mut builders, rows)?;
         }
         let s = stream.stats();
-        self.counters.add(s.rows_returned, s.cells_loaded, s.rows_returned);
+        self.counters
+            .add(s.rows_returned, s.cells_loaded, s.rows_returned);
         Ok(())
     }
 }
@@ -252,7 +258,10 @@ fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
     let wants_time = columns.iter().any(|c| matches!(c, Column::Timestamp));
     if families.is_empty() {
         return Some(if wants_time {
-            RowFilter::Chain(vec![RowFilter::CellsPerColumnLimit(1), RowFilter::StripValue])
+            RowFilter::Chain(vec![
+                RowFilter::CellsPerColumnLimit(1),
+                RowFilter::StripValue,
+            ])
         } else {
             RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue])
         });

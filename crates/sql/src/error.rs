@@ -116,17 +116,26 @@ fn position_of(message: &str) -> (u64, u64) {
     };
     let tail = &message[at + "Line: ".len()..];
     let mut parts = tail.split(", Column: ");
-    let line = parts.next().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+    let line = parts
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
     let column = parts
         .next()
-        .map(|c| c.chars().take_while(char::is_ascii_digit).collect::<String>())
+        .map(|c| {
+            c.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (line, column)
 }
 
 fn strip_position(message: &str) -> String {
-    let m = message.strip_prefix("sql parser error: ").unwrap_or(message);
+    let m = message
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(message);
     match m.rfind(" at Line: ") {
         Some(at) => m[..at].to_string(),
         None => m.to_string(),
@@ -140,12 +149,16 @@ mod tests {
     #[test]
     fn parser_positions_are_extracted() {
         assert_eq!(
-            position_of("sql parser error: Expected: end of statement, found: x at Line: 2, Column: 7"),
+            position_of(
+                "sql parser error: Expected: end of statement, found: x at Line: 2, Column: 7"
+            ),
             (2, 7)
         );
         assert_eq!(position_of("no position"), (0, 0));
         assert_eq!(
-            strip_position("sql parser error: Expected: an expression, found: EOF at Line: 1, Column: 8"),
+            strip_position(
+                "sql parser error: Expected: an expression, found: EOF at Line: 1, Column: 8"
+            ),
             "Expected: an expression, found: EOF"
         );
     }

@@ -44,9 +44,13 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
     ] {
         state.register_udf(Arc::new(f))?;
     }
-    let percentile = datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf();
+    let percentile =
+        datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf();
     state.register_udaf(Arc::new(
-        percentile.as_ref().clone().with_aliases(["approx_percentile"]),
+        percentile
+            .as_ref()
+            .clone()
+            .with_aliases(["approx_percentile"]),
     ))?;
     Ok(())
 }
@@ -66,7 +70,9 @@ fn interval_ns(v: &ScalarValue) -> DfResult<i64> {
         ScalarValue::DurationMicrosecond(Some(n)) => i128::from(*n) * 1_000,
         ScalarValue::DurationMillisecond(Some(n)) => i128::from(*n) * 1_000_000,
         ScalarValue::DurationSecond(Some(n)) => i128::from(*n) * 1_000_000_000,
-        other => return exec_err!("expected a duration such as 15m or INTERVAL '1' HOUR, got {other}"),
+        other => {
+            return exec_err!("expected a duration such as 15m or INTERVAL '1' HOUR, got {other}");
+        }
     };
     i64::try_from(ns).or_else(|_| exec_err!("duration out of range: {ns} ns"))
 }
@@ -135,9 +141,15 @@ fn unit_ns(u: TimeUnit) -> i64 {
 
 fn map_timestamp_scalar(s: &ScalarValue, f: impl Fn(i64) -> i64) -> ScalarValue {
     match s {
-        ScalarValue::TimestampNanosecond(v, tz) => ScalarValue::TimestampNanosecond(v.map(&f), tz.clone()),
-        ScalarValue::TimestampMicrosecond(v, tz) => ScalarValue::TimestampMicrosecond(v.map(&f), tz.clone()),
-        ScalarValue::TimestampMillisecond(v, tz) => ScalarValue::TimestampMillisecond(v.map(&f), tz.clone()),
+        ScalarValue::TimestampNanosecond(v, tz) => {
+            ScalarValue::TimestampNanosecond(v.map(&f), tz.clone())
+        }
+        ScalarValue::TimestampMicrosecond(v, tz) => {
+            ScalarValue::TimestampMicrosecond(v.map(&f), tz.clone())
+        }
+        ScalarValue::TimestampMillisecond(v, tz) => {
+            ScalarValue::TimestampMillisecond(v.map(&f), tz.clone())
+        }
         ScalarValue::TimestampSecond(v, tz) => ScalarValue::TimestampSecond(v.map(&f), tz.clone()),
         other => other.clone(),
     }
@@ -147,7 +159,9 @@ fn map_timestamp_scalar(s: &ScalarValue, f: impl Fn(i64) -> i64) -> ScalarValue 
 fn map_timestamps(a: &ArrayRef, f: impl Fn(i64) -> i64) -> DfResult<ArrayRef> {
     let t = a.data_type().clone();
     let raw = cast(a, &DataType::Int64)?;
-    let mapped: Int64Array = raw.as_primitive::<datafusion::arrow::datatypes::Int64Type>().unary(f);
+    let mapped: Int64Array = raw
+        .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+        .unary(f);
     Ok(cast(&(Arc::new(mapped) as ArrayRef), &t)?)
 }
 
@@ -180,7 +194,8 @@ impl ScalarUDFImpl for Ago {
     /// Folds to a constant at the query's start time, like `now()`, so time filters
     /// using it push down.
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
-        let (Some(now), Some(Expr::Literal(d, _))) = (info.query_execution_start_time(), args.first())
+        let (Some(now), Some(Expr::Literal(d, _))) =
+            (info.query_execution_start_time(), args.first())
         else {
             return Ok(ExprSimplifyResult::Original(args));
         };
@@ -199,10 +214,12 @@ impl ScalarUDFImpl for Ago {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64);
         match &args.args[0] {
-            ColumnarValue::Scalar(s) => Ok(ColumnarValue::Scalar(ScalarValue::TimestampNanosecond(
-                Some(now_ns.saturating_sub(interval_ns(s)?)),
-                None,
-            ))),
+            ColumnarValue::Scalar(s) => {
+                Ok(ColumnarValue::Scalar(ScalarValue::TimestampNanosecond(
+                    Some(now_ns.saturating_sub(interval_ns(s)?)),
+                    None,
+                )))
+            }
             ColumnarValue::Array(_) => exec_err!("ago(): the duration must be a constant"),
         }
     }
@@ -332,10 +349,16 @@ impl ScalarUDFImpl for BigEndian {
         let a = args.args[0].clone().into_array(args.number_rows)?;
         let bytes = a.as_binary::<i32>();
         let eight = |i: usize| -> Option<[u8; 8]> {
-            (!bytes.is_null(i)).then(|| <[u8; 8]>::try_from(bytes.value(i)).ok()).flatten()
+            (!bytes.is_null(i))
+                .then(|| <[u8; 8]>::try_from(bytes.value(i)).ok())
+                .flatten()
         };
         let out: ArrayRef = if self.output == DataType::Int64 {
-            Arc::new((0..bytes.len()).map(|i| eight(i).map(i64::from_be_bytes)).collect::<Int64Array>())
+            Arc::new(
+                (0..bytes.len())
+                    .map(|i| eight(i).map(i64::from_be_bytes))
+                    .collect::<Int64Array>(),
+            )
         } else {
             Arc::new(
                 (0..bytes.len())
@@ -350,7 +373,9 @@ impl ScalarUDFImpl for BigEndian {
 /// A one-row result back as a scalar when the input was a scalar.
 fn scalar_if_scalar(input: &ColumnarValue, out: ArrayRef) -> DfResult<ColumnarValue> {
     match input {
-        ColumnarValue::Scalar(_) => Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)),
+        ColumnarValue::Scalar(_) => {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        }
         ColumnarValue::Array(_) => Ok(ColumnarValue::Array(out)),
     }
 }

@@ -52,9 +52,9 @@ pub fn literal_bytes(e: &Expr) -> Option<Vec<u8>> {
         return None;
     };
     match v {
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-            Some(s.as_bytes().to_vec())
-        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(s.as_bytes().to_vec()),
         ScalarValue::Binary(Some(b))
         | ScalarValue::LargeBinary(Some(b))
         | ScalarValue::BinaryView(Some(b))
@@ -250,8 +250,14 @@ mod tests {
 
     #[test]
     fn equality_is_one_point() {
-        assert_eq!(space(&[col("_key").eq(lit("a"))]), Some(vec![point(b"a".to_vec())]));
-        assert_eq!(space(&[lit("a").eq(col("_key"))]), Some(vec![point(b"a".to_vec())]));
+        assert_eq!(
+            space(&[col("_key").eq(lit("a"))]),
+            Some(vec![point(b"a".to_vec())])
+        );
+        assert_eq!(
+            space(&[lit("a").eq(col("_key"))]),
+            Some(vec![point(b"a".to_vec())])
+        );
     }
 
     #[test]
@@ -264,9 +270,15 @@ mod tests {
                 end: Bound::Excluded(b"d".to_vec())
             }]
         );
-        let none = KeySpace::from_filters("_key", &[col("_key").eq(lit("a")), col("_key").eq(lit("b"))]);
+        let none = KeySpace::from_filters(
+            "_key",
+            &[col("_key").eq(lit("a")), col("_key").eq(lit("b"))],
+        );
         assert!(none.is_empty());
-        let edge = KeySpace::from_filters("_key", &[col("_key").gt(lit("a")), col("_key").lt_eq(lit("a"))]);
+        let edge = KeySpace::from_filters(
+            "_key",
+            &[col("_key").gt(lit("a")), col("_key").lt_eq(lit("a"))],
+        );
         assert!(edge.is_empty());
     }
 
@@ -274,7 +286,8 @@ mod tests {
     fn in_lists_or_and_prefixes() {
         let r = space(&[col("_key").in_list(vec![lit("x"), lit("y")], false)]).unwrap_or_default();
         assert_eq!(r.len(), 2);
-        let r = space(&[col("_key").eq(lit("x")).or(col("_key").like(lit("ab%")))]).unwrap_or_default();
+        let r =
+            space(&[col("_key").eq(lit("x")).or(col("_key").like(lit("ab%")))]).unwrap_or_default();
         assert_eq!(r, vec![point(b"x".to_vec()), prefix_range(b"ab")]);
         assert_eq!(space(&[col("_key").like(lit("a_b%"))]), None);
         assert_eq!(space(&[col("other").eq(lit("a"))]), None);

@@ -38,7 +38,12 @@ pub fn rewrite(sql: &str) -> Result<String> {
             line: e.location.line,
             column: e.location.column,
         })?;
-    let starts = byte_offsets(sql, tokens.iter().map(|t| (t.span.start.line, t.span.start.column)));
+    let starts = byte_offsets(
+        sql,
+        tokens
+            .iter()
+            .map(|t| (t.span.start.line, t.span.start.column)),
+    );
     let text = |i: usize| -> &str {
         let end = starts.get(i + 1).copied().unwrap_or(sql.len());
         &sql[starts[i]..end]
@@ -52,7 +57,10 @@ pub fn rewrite(sql: &str) -> Result<String> {
         {
             // measure_value::<type>
             if w.value.eq_ignore_ascii_case("measure_value")
-                && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::DoubleColon))
+                && matches!(
+                    tokens.get(i + 1).map(|t| &t.token),
+                    Some(Token::DoubleColon)
+                )
                 && let Some(Token::Word(t)) = tokens.get(i + 2).map(|t| &t.token)
                 && VALUE_TYPES.iter().any(|v| t.value.eq_ignore_ascii_case(v))
             {
@@ -138,6 +146,9 @@ mod tests {
     fn parameters_and_literals() {
         assert_eq!(rw("WHERE _key = @k"), "WHERE _key = $k");
         assert_eq!(rw("SELECT 'it''s @k 1h'"), "SELECT 'it''s @k 1h'");
-        assert_eq!(rw("SELECT\n  'é', 5m"), "SELECT\n  'é', INTERVAL '5 minutes'");
+        assert_eq!(
+            rw("SELECT\n  'é', 5m"),
+            "SELECT\n  'é', INTERVAL '5 minutes'"
+        );
     }
 }

@@ -108,7 +108,12 @@ impl SeriesTable {
         counters: Arc<ScanCounters>,
     ) -> Self {
         let s = &meta.schema;
-        let mut columns: Vec<Column> = s.dimensions.iter().cloned().map(Column::Dimension).collect();
+        let mut columns: Vec<Column> = s
+            .dimensions
+            .iter()
+            .cloned()
+            .map(Column::Dimension)
+            .collect();
         columns.push(Column::MeasureName);
         columns.push(Column::Time);
         for t in SINGLE_TYPES {
@@ -119,7 +124,9 @@ impl SeriesTable {
         for (name, t) in &s.attributes {
             columns.push(Column::Attribute(name.clone(), *t));
         }
-        let schema = Arc::new(Schema::new(columns.iter().map(Column::field).collect::<Vec<_>>()));
+        let schema = Arc::new(Schema::new(
+            columns.iter().map(Column::field).collect::<Vec<_>>(),
+        ));
         Self {
             ts,
             meta,
@@ -151,13 +158,17 @@ impl SeriesTable {
                     _ => return false,
                 };
                 if name == TIME {
-                    let Some(ns) = timestamp_ns(value) else { return false };
+                    let Some(ns) = timestamp_ns(value) else {
+                        return false;
+                    };
                     return narrow_time(sel, op, ns);
                 }
                 if op != Operator::Eq {
                     return false;
                 }
-                let Some(text) = string_literal(value) else { return false };
+                let Some(text) = string_literal(value) else {
+                    return false;
+                };
                 if name == MEASURE_NAME {
                     if sel.measure_name.as_ref().is_some_and(|m| *m != text) {
                         // Contradiction: nothing matches. An impossible time range says so.
@@ -218,7 +229,9 @@ fn column_name(e: &Expr) -> Option<&str> {
 fn string_literal(e: &Expr) -> Option<String> {
     match e {
         Expr::Literal(
-            ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)),
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)),
             _,
         ) => Some(s.clone()),
         _ => None,

@@ -27,7 +27,8 @@ impl ScanCounters {
     pub fn add(&self, rows_read: u64, cells_read: u64, rows_produced: u64) {
         self.rows_read.fetch_add(rows_read, Ordering::Relaxed);
         self.cells_read.fetch_add(cells_read, Ordering::Relaxed);
-        self.rows_produced.fetch_add(rows_produced, Ordering::Relaxed);
+        self.rows_produced
+            .fetch_add(rows_produced, Ordering::Relaxed);
     }
 
     /// The totals so far.

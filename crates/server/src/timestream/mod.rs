@@ -43,6 +43,8 @@ const ERROR_NAMESPACE: &str = "com.amazonaws.timestreamwrite";
 pub struct App {
     /// The service.
     pub ts: Arc<TimeSeries<EmbeddedStore>>,
+    /// SQL over the same tables (the Query API).
+    pub sql: Arc<almanac_sql::SqlEngine>,
     /// `host:port` this endpoint answers on (DescribeEndpoints).
     pub address: String,
     /// Region named in ARNs.
@@ -203,6 +205,7 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
     let app = match region_of(&headers) {
         Some(r) if r != app.region => Arc::new(App {
             ts: Arc::clone(&app.ts),
+            sql: Arc::clone(&app.sql),
             address: app.address.clone(),
             region: r,
         }),
@@ -223,12 +226,14 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
 /// Serves the endpoint on `listener` until `shutdown` resolves.
 pub async fn serve(
     ts: Arc<TimeSeries<EmbeddedStore>>,
+    sql: Arc<almanac_sql::SqlEngine>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let address = listener.local_addr()?.to_string();
     let app = Arc::new(App {
         ts,
+        sql,
         address,
         region: "us-east-1".into(),
     });
