@@ -104,6 +104,9 @@ fn plan_error(m: String) -> Error {
     if let Some(rest) = m.strip_prefix(MISSING)
         && let Some(name) = rest.strip_suffix("' not found")
     {
+        // Names print without the one catalog, and Bigtable tables without their schema.
+        let name = name.strip_prefix("almanac.").unwrap_or(name);
+        let name = name.strip_prefix("bigtable.").unwrap_or(name);
         return Error::TableNotFound(name.to_string());
     }
     Error::Invalid(m)
@@ -166,6 +169,8 @@ mod tests {
     #[test]
     fn missing_tables_are_named() {
         let e = plan_error("table 'almanac.bigtable.nope' not found".into());
-        assert!(matches!(e, Error::TableNotFound(n) if n == "almanac.bigtable.nope"));
+        assert!(matches!(e, Error::TableNotFound(n) if n == "nope"));
+        let e = plan_error("table 'almanac.db.t' not found".into());
+        assert!(matches!(e, Error::TableNotFound(n) if n == "db.t"));
     }
 }

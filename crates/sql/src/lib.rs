@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod error;
 pub mod functions;
 pub mod keyrange;
+pub mod planner;
 pub mod rewrite;
 pub mod series;
 pub mod source;
@@ -34,8 +35,10 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{CatalogProviderList, MemoryCatalogProviderList};
 use datafusion::common::ParamValues;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::SessionStateDefaults;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, SessionState};
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::planner::ExprPlanner;
 
 pub use error::{Error, Result};
 pub use stats::{ScanCounters, ScanTotals};
@@ -133,9 +136,12 @@ impl SqlEngine {
         // Table, database and column names are case-sensitive, as in Bigtable and
         // Timestream (function names stay case-insensitive).
         config.options_mut().sql_parser.enable_ident_normalization = false;
+        let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![Arc::new(planner::BytesMapAccess)];
+        planners.extend(SessionStateDefaults::default_expr_planners());
         let mut base = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
+            .with_expr_planners(planners)
             .build();
         functions::register(&mut base)?;
         Ok(Self { engine, ts, base })

@@ -1,0 +1,36 @@
+-- Timestream tables in the flat model, with Timestream's functions.
+SELECT hostname, region, measure_name, time, usage_user, usage_system, procs
+FROM devops.cpu WHERE hostname = 'h1' ORDER BY time LIMIT 3;
+
+SELECT hostname, count(*) AS points, max(usage_user) AS max_user FROM "devops"."cpu" GROUP BY hostname ORDER BY hostname;
+
+SELECT bin(time, 10m) AS t, avg(usage_user) AS mean
+FROM devops.cpu WHERE hostname = 'h2' AND time >= from_milliseconds(1699996400000) AND time < from_milliseconds(1699998200000)
+GROUP BY 1 ORDER BY 1;
+
+SELECT count(*) FROM devops.cpu WHERE region = 'eu' AND measure_name = 'cpu';
+
+SELECT count(*) FROM devops.cpu WHERE time BETWEEN from_milliseconds(1699996400000) AND from_milliseconds(1699996700000);
+
+SELECT count(*) FROM devops.cpu WHERE time > ago(1000d);
+
+SELECT count(*) FROM devops.cpu WHERE time > ago(100000d) AND time <= now();
+
+SELECT to_milliseconds(max(time)) AS newest_ms FROM devops.cpu;
+
+SELECT date_trunc('hour', time) AS hour, count(DISTINCT hostname) AS hosts FROM devops.cpu GROUP BY 1 ORDER BY 1;
+
+SELECT approx_percentile(usage_user, 0.5) AS median FROM devops.cpu WHERE hostname = 'h3';
+
+SELECT device, measure_name, measure_value::double, measure_value::bigint, measure_value::varchar, measure_value::boolean
+FROM devops.events ORDER BY time;
+
+SELECT device, avg(measure_value::double) FROM devops.events WHERE measure_name = 'temperature' GROUP BY device ORDER BY device;
+
+SELECT hostname, max(time) AS last FROM devops.cpu GROUP BY hostname ORDER BY hostname;
+
+SELECT count(*) FROM devops.nope;
+
+SELECT count(*) FROM nodb.cpu;
+
+SELECT no_such_column FROM devops.cpu;
