@@ -140,6 +140,81 @@ impl SeriesTable {
         self.meta.schema.dimension_index(name).is_some()
     }
 
+    /// `measure_name IN (…)` or `<dimension> IN (…)` of string literals: the column
+    /// and the values, each becoming its own selection.
+    fn alternatives(&self, e: &Expr) -> Option<(String, Vec<String>)> {
+        let (name, values) = match e {
+            Expr::InList(list) if !list.negated => (
+                column_name(&list.expr)?.to_string(),
+                list.list
+                    .iter()
+                    .map(string_literal)
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            // DataFusion turns short IN lists into ORs of equalities.
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Or,
+                right,
+            }) => {
+                let (l, mut lv) = self.alternatives(left)?;
+                let (r, rv) = self.alternatives(right)?;
+                if l != r {
+                    return None;
+                }
+                lv.extend(rv);
+                (l, lv)
+            }
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Eq,
+                right,
+            }) => match (column_name(left), column_name(right)) {
+                (Some(n), None) => (n.to_string(), vec![string_literal(right)?]),
+                (None, Some(n)) => (n.to_string(), vec![string_literal(left)?]),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        (name == MEASURE_NAME || self.is_dimension(&name)).then_some((name, values))
+    }
+
+    /// The selections a scan reads one after the other: the filters folded into one,
+    /// then split by the first IN list on the measure name or a dimension.
+    fn selections(&self, filters: &[Expr]) -> Vec<Selection> {
+        let mut base = Selection::default();
+        let mut split = None;
+        for f in filters {
+            if split.is_none()
+                && let Some(alt) = self.alternatives(f).filter(|(_, v)| v.len() > 1)
+            {
+                split = Some(alt);
+                continue;
+            }
+            self.narrow(&mut base, f);
+        }
+        let Some((column, mut values)) = split else {
+            return vec![base];
+        };
+        values.sort();
+        values.dedup();
+        values
+            .into_iter()
+            .map(|v| {
+                let mut sel = base.clone();
+                if column == MEASURE_NAME {
+                    if sel.measure_name.as_ref().is_some_and(|m| *m != v) {
+                        sel.end_ns = sel.start_ns;
+                    }
+                    sel.measure_name = Some(v);
+                } else {
+                    sel.dimensions.push((column.clone(), v));
+                }
+                sel
+            })
+            .collect()
+    }
+
     /// Folds one filter into the selection; `false` if it says nothing we can use.
     fn narrow(&self, sel: &mut Selection, e: &Expr) -> bool {
         match e {
@@ -250,11 +325,11 @@ fn timestamp_ns(e: &Expr) -> Option<i64> {
     }
 }
 
-/// One scan: a selection and the columns to fill.
+/// One scan: the selections to read in turn and the columns to fill.
 struct SeriesScan {
     ts: Arc<TimeSeries<EmbeddedStore>>,
     meta: Arc<TableMeta>,
-    selection: Selection,
+    selections: Vec<Selection>,
     columns: Vec<Column>,
     schema: SchemaRef,
     limit: Option<usize>,
@@ -362,41 +437,49 @@ impl Producer for SeriesScan {
         let mut rows = 0usize;
         let mut total = 0usize;
         let mut failure = None;
-        let stats = almanac_timeseries::query::scan(
-            self.ts.store().as_ref(),
-            &self.meta,
-            &self.selection,
-            &mut |p| {
-                self.append(&mut builders, &p);
-                rows += 1;
-                total += 1;
-                if rows == BATCH_ROWS {
-                    match self.batch(&mut builders, rows) {
-                        Ok(b) => {
-                            if !sink.send(b) {
+        let mut stopped = false;
+        for selection in &self.selections {
+            let stats = almanac_timeseries::query::scan(
+                self.ts.store().as_ref(),
+                &self.meta,
+                selection,
+                &mut |p| {
+                    self.append(&mut builders, &p);
+                    rows += 1;
+                    total += 1;
+                    if rows == BATCH_ROWS {
+                        match self.batch(&mut builders, rows) {
+                            Ok(b) => {
+                                if !sink.send(b) {
+                                    stopped = true;
+                                    return ControlFlow::Break(());
+                                }
+                            }
+                            Err(e) => {
+                                failure = Some(e);
                                 return ControlFlow::Break(());
                             }
                         }
-                        Err(e) => {
-                            failure = Some(e);
-                            return ControlFlow::Break(());
-                        }
+                        rows = 0;
                     }
-                    rows = 0;
-                }
-                if self.limit.is_some_and(|l| total >= l) {
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            },
-        )?;
-        if let Some(e) = failure {
-            return Err(e);
+                    if self.limit.is_some_and(|l| total >= l) {
+                        stopped = true;
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                },
+            )?;
+            self.counters.add(stats.rows, stats.cells, stats.points);
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            if stopped {
+                break;
+            }
         }
         if rows > 0 {
             sink.send(self.batch(&mut builders, rows)?);
         }
-        self.counters.add(stats.rows, stats.cells, stats.points);
         Ok(())
     }
 }
@@ -419,7 +502,7 @@ impl TableProvider for SeriesTable {
             .iter()
             .map(|f| {
                 let mut probe = Selection::default();
-                if self.narrow(&mut probe, f) {
+                if self.narrow(&mut probe, f) || self.alternatives(f).is_some() {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
@@ -442,14 +525,10 @@ impl TableProvider for SeriesTable {
             ),
             None => (self.schema.clone(), self.columns.clone()),
         };
-        let mut selection = Selection::default();
-        for f in filters {
-            self.narrow(&mut selection, f);
-        }
         let scan = SeriesScan {
             ts: self.ts.clone(),
             meta: self.meta.clone(),
-            selection,
+            selections: self.selections(filters),
             columns,
             schema: schema.clone(),
             limit,

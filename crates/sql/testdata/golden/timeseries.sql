@@ -34,3 +34,7 @@ SELECT count(*) FROM devops.nope;
 SELECT count(*) FROM nodb.cpu;
 
 SELECT no_such_column FROM devops.cpu;
+SELECT hostname, count(*) FROM devops.cpu WHERE hostname IN ('h3', 'h1', 'nope') AND time < from_milliseconds(1699996700000) GROUP BY hostname ORDER BY hostname;
+
+SELECT count(*) FROM devops.events WHERE measure_name IN ('count', 'status');
+
