@@ -17,6 +17,7 @@
 
 pub mod bigtable;
 pub mod catalog;
+pub mod devops;
 pub mod error;
 pub mod functions;
 pub mod keyrange;

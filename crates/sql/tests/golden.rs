@@ -12,72 +12,22 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use almanac_engine::clock::ManualClock;
+mod common;
+
+use almanac_engine::Engine;
+use almanac_engine::RowMutations;
 use almanac_engine::mutation::{AggregateInput, Mutation};
 use almanac_engine::schema::{Aggregate, FamilySpec, TableSpec, ValueType};
-use almanac_engine::{Durability, Engine, Options, RowMutations};
 use almanac_sql::{Scope, SqlEngine};
-use almanac_timeseries::{
-    Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Record, Retention,
-    TimeSeries,
-};
+use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
+use common::{Result, TempDir, multi, single};
 use datafusion::arrow::util::pretty::pretty_format_batches;
-
-type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// 2023-11-14T22:13:20Z, the fixture's "now".
 const NOW_MS: i64 = 1_700_000_000_000;
 /// The Bigtable instance of the fixture's tables.
 const INSTANCE: &str = "projects/golden/instances/i";
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension> {
-    pairs
-        .iter()
-        .map(|(n, v)| Dimension {
-            name: (*n).into(),
-            value: (*v).into(),
-        })
-        .collect()
-}
-
-fn multi(d: &[(&str, &str)], values: &[(&str, String, &str)], time_ms: i64) -> Record {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some("cpu".into()),
-        measure_value_type: Some("MULTI".into()),
-        measure_values: values
-            .iter()
-            .map(|(n, v, k)| MeasureValue {
-                name: (*n).into(),
-                value: v.clone(),
-                kind: (*k).into(),
-            })
-            .collect(),
-        time: Some(time_ms.to_string()),
-        ..Record::default()
-    }
-}
-
-fn single(d: &[(&str, &str)], measure: &str, kind: &str, value: &str, time_ms: i64) -> Record {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some(measure.into()),
-        measure_value: Some(value.into()),
-        measure_value_type: Some(kind.into()),
-        time: Some(time_ms.to_string()),
-        ..Record::default()
-    }
-}
 
 fn set(family: &str, qualifier: &str, ts_us: i64, value: &[u8]) -> Mutation {
     Mutation::SetCell {
@@ -200,6 +150,7 @@ fn load_timeseries(ts: &TimeSeries<EmbeddedStore>) -> Result {
                 }
                 records.push(multi(
                     &[("hostname", host), ("region", region)],
+                    "cpu",
                     &values,
                     start + step * 60_000,
                 ));
@@ -243,23 +194,7 @@ fn load_timeseries(ts: &TimeSeries<EmbeddedStore>) -> Result {
 }
 
 fn open() -> Result<(SqlEngine, TempDir)> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = TempDir(
-        std::env::temp_dir().join(format!("almanac-sql-golden-{}-{n}", std::process::id())),
-    );
-    let clock = Arc::new(ManualClock::new(NOW_MS * 1000));
-    let engine = Arc::new(Engine::open(
-        &dir.0,
-        Options {
-            durability: Durability::None,
-            clock: clock.clone(),
-            sweep_interval: None,
-            ..Options::default()
-        },
-    )?);
-    let store = EmbeddedStore::new(engine.clone(), almanac_timeseries::DEFAULT_INSTANCE);
-    let ts = Arc::new(TimeSeries::open(Arc::new(store), clock)?);
+    let (engine, ts, dir) = common::open("golden", NOW_MS)?;
     load_bigtable(&engine)?;
     load_timeseries(&ts)?;
     Ok((SqlEngine::new(engine, ts)?, dir))

@@ -1,0 +1,91 @@
+//! What the SQL integration tests share: a temporary engine with its time-series layer,
+//! and record builders.
+#![allow(dead_code, reason = "each test binary uses part of this")]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use almanac_engine::clock::ManualClock;
+use almanac_engine::{Durability, Engine, Options};
+use almanac_timeseries::{Dimension, EmbeddedStore, MeasureValue, Record, TimeSeries};
+
+pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// A directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An engine in a fresh directory, its clock at `now_ms`, and the time-series layer.
+pub fn open(
+    tag: &str,
+    now_ms: i64,
+) -> Result<(Arc<Engine>, Arc<TimeSeries<EmbeddedStore>>, TempDir)> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("almanac-sql-{tag}-{}-{n}", std::process::id())));
+    let clock = Arc::new(ManualClock::new(now_ms * 1000));
+    let engine = Arc::new(Engine::open(
+        &dir.0,
+        Options {
+            durability: Durability::None,
+            clock: clock.clone(),
+            sweep_interval: None,
+            ..Options::default()
+        },
+    )?);
+    let store = EmbeddedStore::new(engine.clone(), almanac_timeseries::DEFAULT_INSTANCE);
+    let ts = Arc::new(TimeSeries::open(Arc::new(store), clock)?);
+    Ok((engine, ts, dir))
+}
+
+pub fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension> {
+    pairs
+        .iter()
+        .map(|(n, v)| Dimension {
+            name: (*n).into(),
+            value: (*v).into(),
+        })
+        .collect()
+}
+
+/// A MULTI record of measure `measure` with `(name, value, type)` attributes.
+pub fn multi(
+    d: &[(&str, &str)],
+    measure: &str,
+    values: &[(&str, String, &str)],
+    time_ms: i64,
+) -> Record {
+    Record {
+        dimensions: dims(d),
+        measure_name: Some(measure.into()),
+        measure_value_type: Some("MULTI".into()),
+        measure_values: values
+            .iter()
+            .map(|(n, v, k)| MeasureValue {
+                name: (*n).into(),
+                value: v.clone(),
+                kind: (*k).into(),
+            })
+            .collect(),
+        time: Some(time_ms.to_string()),
+        ..Record::default()
+    }
+}
+
+/// A single-measure record.
+pub fn single(d: &[(&str, &str)], measure: &str, kind: &str, value: &str, time_ms: i64) -> Record {
+    Record {
+        dimensions: dims(d),
+        measure_name: Some(measure.into()),
+        measure_value: Some(value.into()),
+        measure_value_type: Some(kind.into()),
+        time: Some(time_ms.to_string()),
+        ..Record::default()
+    }
+}
