@@ -18,6 +18,7 @@ mod http;
 mod loadgen;
 mod patterns;
 mod serve;
+mod sqlbench;
 mod ts;
 mod tsbs;
 
@@ -65,6 +66,8 @@ enum BenchCommand {
     Patterns(patterns::PatternArgs),
     /// The TSBS cpu-only write load over HTTP: Almanac's Timestream API or InfluxDB.
     Tsbs(tsbs::TsbsArgs),
+    /// The TSBS devops queries through SQL on an embedded TSBS cpu data set.
+    Sql(sqlbench::SqlBenchArgs),
 }
 
 /// The default data directory: `$XDG_DATA_HOME/almanac`, else `./almanac-data`.
@@ -85,6 +88,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
         Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
+        Command::Bench(BenchCommand::Sql(args)) => sqlbench::run(args),
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
             if let Err(e) = cbt::run(cmd) {

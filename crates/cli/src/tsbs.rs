@@ -36,7 +36,7 @@
 //! `--dry-run` skips steps 2 and 5 and only generates the request bodies, to show
 //! the generator is not the bottleneck.
 
-mod data;
+pub(crate) mod data;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

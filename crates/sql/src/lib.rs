@@ -41,6 +41,7 @@ use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, 
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::planner::ExprPlanner;
 
+pub use datafusion::arrow;
 pub use error::{Error, Result};
 pub use stats::{ScanCounters, ScanTotals};
 

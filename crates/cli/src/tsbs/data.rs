@@ -233,8 +233,7 @@ impl Host {
     }
 
     /// Tag values in [`TAG_KEYS`] order.
-    #[cfg(test)]
-    fn tags(&self) -> Vec<&str> {
+    pub fn tags(&self) -> Vec<&str> {
         self.line_prefix
             .trim_end()
             .split(',')
