@@ -10,6 +10,10 @@
 //! 2. the projected families become a family filter, plus "latest cell per column";
 //!    with no family projected only the first cell of each row is read, value stripped;
 //! 3. LIMIT (when DataFusion passes it) becomes the read's row limit.
+//!
+//! The history form (`t(with_history => TRUE)`, or `bigtable_history('t')`) keeps every
+//! version: each family maps a qualifier to an array of `{timestamp, value}` structs,
+//! newest first, as GoogleSQL for Bigtable does.
 
 use std::sync::Arc;
 
@@ -19,9 +23,10 @@ use almanac_engine::schema::{Aggregate, TableInfo, ValueType};
 use almanac_engine::{Engine, ReadRequest, Row};
 use async_trait::async_trait;
 use datafusion::arrow::array::{
-    Array, ArrayRef, BinaryBuilder, Int64Builder, MapBuilder, TimestampMicrosecondBuilder,
+    Array, ArrayBuilder, ArrayRef, BinaryBuilder, Int64Builder, ListBuilder, MapBuilder,
+    StructBuilder, TimestampMicrosecondBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::datasource::{TableProvider, TableType};
@@ -60,12 +65,45 @@ impl FamilyKind {
 pub struct BigtableTable {
     engine: Arc<Engine>,
     info: TableInfo,
+    /// Every version (the history form) instead of the latest per column.
+    history: bool,
     families: Vec<(String, FamilyKind)>,
     schema: SchemaRef,
     counters: Arc<ScanCounters>,
 }
 
-fn map_type(kind: FamilyKind) -> DataType {
+/// The `{timestamp, value}` struct of one version in the history form.
+fn version_fields(kind: FamilyKind) -> Fields {
+    let value = match kind {
+        FamilyKind::Bytes => DataType::Binary,
+        FamilyKind::Int64 => DataType::Int64,
+    };
+    Fields::from(vec![
+        Field::new("timestamp", timestamp_type(), false),
+        Field::new("value", value, true),
+    ])
+}
+
+/// A builder of history-form family maps.
+fn history_builder(kind: FamilyKind) -> MapBuilder<BinaryBuilder, ListBuilder<StructBuilder>> {
+    let value: Box<dyn ArrayBuilder> = match kind {
+        FamilyKind::Bytes => Box::new(BinaryBuilder::new()),
+        FamilyKind::Int64 => Box::new(Int64Builder::new()),
+    };
+    let versions = StructBuilder::new(
+        version_fields(kind),
+        vec![
+            Box::new(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
+            value,
+        ],
+    );
+    MapBuilder::new(None, BinaryBuilder::new(), ListBuilder::new(versions))
+}
+
+fn map_type(kind: FamilyKind, history: bool) -> DataType {
+    if history {
+        return history_builder(kind).finish().data_type().clone();
+    }
     match kind {
         FamilyKind::Bytes => MapBuilder::new(None, BinaryBuilder::new(), BinaryBuilder::new())
             .finish()
@@ -83,8 +121,14 @@ fn timestamp_type() -> DataType {
 }
 
 impl BigtableTable {
-    /// The table `info` of `engine`, counting reads into `counters`.
-    pub fn new(engine: Arc<Engine>, info: TableInfo, counters: Arc<ScanCounters>) -> Self {
+    /// The table `info` of `engine`, counting reads into `counters`; `history` keeps
+    /// every version.
+    pub fn new(
+        engine: Arc<Engine>,
+        info: TableInfo,
+        history: bool,
+        counters: Arc<ScanCounters>,
+    ) -> Self {
         let families: Vec<(String, FamilyKind)> = info
             .families
             .iter()
@@ -95,11 +139,12 @@ impl BigtableTable {
             Field::new(TIMESTAMP_COLUMN, timestamp_type(), true),
         ];
         for (name, kind) in &families {
-            fields.push(Field::new(name, map_type(*kind), false));
+            fields.push(Field::new(name, map_type(*kind, history), false));
         }
         Self {
             engine,
             info,
+            history,
             families,
             schema: Arc::new(Schema::new(fields)),
             counters,
@@ -124,6 +169,7 @@ enum Column {
     Key,
     Timestamp,
     Family(String, FamilyKind),
+    History(String, FamilyKind),
 }
 
 enum Builder {
@@ -131,6 +177,60 @@ enum Builder {
     Timestamp(TimestampMicrosecondBuilder),
     Bytes(String, MapBuilder<BinaryBuilder, BinaryBuilder>),
     Int64(String, MapBuilder<BinaryBuilder, Int64Builder>),
+    History(
+        String,
+        FamilyKind,
+        MapBuilder<BinaryBuilder, ListBuilder<StructBuilder>>,
+    ),
+}
+
+fn arrow_error(e: datafusion::arrow::error::ArrowError) -> crate::Error {
+    crate::Error::Execution(e.to_string())
+}
+
+/// Appends every version of every column of `family` to a history-form map.
+fn append_history(
+    b: &mut MapBuilder<BinaryBuilder, ListBuilder<StructBuilder>>,
+    kind: FamilyKind,
+    row: &Row,
+    family: &str,
+) -> crate::Result<()> {
+    let mut open: Option<&[u8]> = None;
+    for c in row.cells.iter().filter(|c| &*c.family == family) {
+        if open != Some(&c.qualifier[..]) {
+            if open.is_some() {
+                b.values().append(true);
+            }
+            b.keys().append_value(&c.qualifier);
+            open = Some(&c.qualifier[..]);
+        }
+        let versions = b.values().values();
+        let missing =
+            || crate::Error::Execution("history struct builder has the wrong shape".into());
+        versions
+            .field_builder::<TimestampMicrosecondBuilder>(0)
+            .ok_or_else(missing)?
+            .append_value(c.timestamp_us);
+        match kind {
+            FamilyKind::Bytes => versions
+                .field_builder::<BinaryBuilder>(1)
+                .ok_or_else(missing)?
+                .append_value(&c.value),
+            FamilyKind::Int64 => versions
+                .field_builder::<Int64Builder>(1)
+                .ok_or_else(missing)?
+                .append_option(
+                    <[u8; 8]>::try_from(c.value.as_slice())
+                        .ok()
+                        .map(i64::from_be_bytes),
+                ),
+        }
+        versions.append(true);
+    }
+    if open.is_some() {
+        b.values().append(true);
+    }
+    b.append(true).map_err(arrow_error)
 }
 
 impl Builder {
@@ -138,6 +238,9 @@ impl Builder {
         match c {
             Column::Key => Self::Key(BinaryBuilder::new()),
             Column::Timestamp => Self::Timestamp(TimestampMicrosecondBuilder::new()),
+            Column::History(name, kind) => {
+                Self::History(name.clone(), *kind, history_builder(*kind))
+            }
             Column::Family(name, FamilyKind::Bytes) => Self::Bytes(
                 name.clone(),
                 MapBuilder::new(None, BinaryBuilder::new(), BinaryBuilder::new()),
@@ -158,9 +261,9 @@ impl Builder {
                     b.keys().append_value(&c.qualifier);
                     b.values().append_value(&c.value);
                 }
-                b.append(true)
-                    .map_err(|e| crate::Error::Execution(e.to_string()))?;
+                b.append(true).map_err(arrow_error)?;
             }
+            Self::History(family, kind, b) => append_history(b, *kind, row, family)?,
             Self::Int64(family, b) => {
                 for c in latest_cells(row, family) {
                     b.keys().append_value(&c.qualifier);
@@ -169,8 +272,7 @@ impl Builder {
                         .map(i64::from_be_bytes);
                     b.values().append_option(v);
                 }
-                b.append(true)
-                    .map_err(|e| crate::Error::Execution(e.to_string()))?;
+                b.append(true).map_err(arrow_error)?;
             }
         }
         Ok(())
@@ -182,6 +284,7 @@ impl Builder {
             Self::Timestamp(b) => Arc::new(b.finish().with_timezone("UTC")),
             Self::Bytes(_, b) => Arc::new(b.finish()),
             Self::Int64(_, b) => Arc::new(b.finish()),
+            Self::History(_, _, b) => Arc::new(b.finish()),
         }
     }
 }
@@ -248,10 +351,11 @@ impl Producer for BigtableScan {
 
 /// The read filter for the projected columns.
 fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
+    let history = columns.iter().any(|c| matches!(c, Column::History(..)));
     let families: Vec<&str> = columns
         .iter()
         .filter_map(|c| match c {
-            Column::Family(name, _) => Some(name.as_str()),
+            Column::Family(name, _) | Column::History(name, _) => Some(name.as_str()),
             _ => None,
         })
         .collect();
@@ -266,9 +370,13 @@ fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
             RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue])
         });
     }
-    let latest = RowFilter::CellsPerColumnLimit(1);
+    let latest = if history {
+        RowFilter::PassAll
+    } else {
+        RowFilter::CellsPerColumnLimit(1)
+    };
     if wants_time {
-        // The timestamp looks at every family; values of the others are not needed.
+        // The timestamp looks at every family.
         return Some(latest);
     }
     let any: Vec<RowFilter> = families
@@ -347,7 +455,11 @@ impl TableProvider for BigtableTable {
                         .iter()
                         .find(|(n, _)| n == name)
                         .map_or(FamilyKind::Bytes, |(_, k)| *k);
-                    Column::Family(name.to_string(), kind)
+                    if self.history {
+                        Column::History(name.to_string(), kind)
+                    } else {
+                        Column::Family(name.to_string(), kind)
+                    }
                 }
             })
             .collect();

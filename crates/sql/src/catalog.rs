@@ -9,9 +9,11 @@ use std::sync::Arc;
 use almanac_engine::Engine;
 use almanac_timeseries::{EmbeddedStore, TimeSeries};
 use async_trait::async_trait;
-use datafusion::catalog::{CatalogProvider, SchemaProvider};
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableFunctionArgs, TableFunctionImpl};
+use datafusion::common::{ScalarValue, plan_err};
 use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::logical_expr::Expr;
 
 use crate::bigtable::BigtableTable;
 use crate::series::SeriesTable;
@@ -21,6 +23,8 @@ use crate::stats::ScanCounters;
 pub const CATALOG: &str = "almanac";
 /// The schema holding the Bigtable tables of the query's instance.
 pub const BIGTABLE_SCHEMA: &str = "bigtable";
+/// The table function giving a Bigtable table's history form.
+pub const HISTORY_FUNCTION: &str = "bigtable_history";
 /// Databases listed at most (for `SHOW TABLES` and `information_schema`).
 const MAX_LISTED: usize = 10_000;
 
@@ -91,6 +95,7 @@ impl SchemaProvider for BigtableSchema {
             Ok(info) => Ok(Some(Arc::new(BigtableTable::new(
                 self.engine.clone(),
                 info,
+                false,
                 self.counters.clone(),
             )))),
             Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
@@ -136,5 +141,34 @@ impl SchemaProvider for DatabaseSchema {
 
     fn table_exist(&self, name: &str) -> bool {
         self.ts.describe_table(&self.database, name).is_ok()
+    }
+}
+
+/// `bigtable_history('t')`: table `t` of the query's instance with every version.
+#[derive(Debug)]
+pub struct HistoryFunction {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) instance: Option<String>,
+    pub(crate) counters: Arc<ScanCounters>,
+}
+
+impl TableFunctionImpl for HistoryFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
+        let [Expr::Literal(ScalarValue::Utf8(Some(name)), _)] = args.exprs() else {
+            return plan_err!("{HISTORY_FUNCTION}() takes one argument, a table name in quotes");
+        };
+        let Some(instance) = &self.instance else {
+            return plan_err!("table '{name}' not found");
+        };
+        match self.engine.get_table(instance, name) {
+            Ok(info) => Ok(Arc::new(BigtableTable::new(
+                self.engine.clone(),
+                info,
+                true,
+                self.counters.clone(),
+            ))),
+            Err(almanac_engine::Error::NotFound { .. }) => plan_err!("table '{name}' not found"),
+            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
+        }
     }
 }

@@ -172,6 +172,14 @@ impl SqlEngine {
             .with_catalog_list(Arc::new(catalogs) as Arc<dyn CatalogProviderList>)
             .build();
         let ctx = SessionContext::new_with_state(state);
+        ctx.register_udtf(
+            catalog::HISTORY_FUNCTION,
+            Arc::new(catalog::HistoryFunction {
+                engine: self.engine.clone(),
+                instance: scope.instance.clone(),
+                counters: counters.clone(),
+            }),
+        );
         let options = SQLOptions::new()
             .with_allow_ddl(false)
             .with_allow_dml(false)

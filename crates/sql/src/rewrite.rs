@@ -4,10 +4,12 @@
 //! - `measure_value::double` (Timestream's column name, which DataFusion would read
 //!   as a cast) becomes the quoted identifier `"measure_value::double"`;
 //! - duration literals `15s`, `1h`, `500ms`, `2d` become `INTERVAL '15 seconds'`, …;
-//! - GoogleSQL parameters `@name` become DataFusion's `$name`.
+//! - GoogleSQL parameters `@name` become DataFusion's `$name`;
+//! - GoogleSQL's history form `t(with_history => TRUE)` becomes the table function
+//!   call `bigtable_history('t')`.
 
 use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{Error, Result};
 
@@ -53,6 +55,17 @@ pub fn rewrite(sql: &str) -> Result<String> {
     while i < tokens.len() {
         let tok = &tokens[i].token;
         if let Token::Word(w) = tok
+            && let Some(end) = with_history_call(&tokens, i)
+        {
+            out.push_str(&format!(
+                "{}('{}')",
+                crate::catalog::HISTORY_FUNCTION,
+                w.value.replace('\'', "''")
+            ));
+            i = end + 1;
+            continue;
+        }
+        if let Token::Word(w) = tok
             && w.quote_style.is_none()
         {
             // measure_value::<type>
@@ -94,6 +107,24 @@ pub fn rewrite(sql: &str) -> Result<String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// If `name ( with_history => TRUE )` starts at token `i`, the index of its `)`.
+fn with_history_call(tokens: &[TokenWithSpan], i: usize) -> Option<usize> {
+    let mut rest = tokens
+        .iter()
+        .enumerate()
+        .skip(i + 1)
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)));
+    let mut next = || rest.next();
+    matches!(next()?.1.token, Token::LParen).then_some(())?;
+    matches!(&next()?.1.token, Token::Word(w) if w.value.eq_ignore_ascii_case("with_history"))
+        .then_some(())?;
+    matches!(next()?.1.token, Token::RArrow).then_some(())?;
+    matches!(&next()?.1.token, Token::Word(w) if w.value.eq_ignore_ascii_case("true"))
+        .then_some(())?;
+    let (end, close) = next()?;
+    matches!(close.token, Token::RParen).then_some(end)
 }
 
 /// Byte offsets of 1-based (line, column-in-chars) positions, in order.
@@ -140,6 +171,18 @@ mod tests {
         assert_eq!(rw("ago(1h)"), "ago(INTERVAL '1 hours')");
         assert_eq!(rw("LIMIT 10 m"), "LIMIT 10 m");
         assert_eq!(rw("SELECT '15s', 2d"), "SELECT '15s', INTERVAL '2 days'");
+    }
+
+    #[test]
+    fn history_form_becomes_a_table_function() {
+        assert_eq!(
+            rw("SELECT * FROM `my-t`( with_history => TRUE ) WHERE x"),
+            "SELECT * FROM bigtable_history('my-t') WHERE x"
+        );
+        assert_eq!(
+            rw("SELECT f(with_history => FALSE)"),
+            "SELECT f(with_history => FALSE)"
+        );
     }
 
     #[test]

@@ -41,3 +41,11 @@ SELECT _key FORM users;
 SELECT * FROM users; DROP TABLE users;
 
 CREATE TABLE t AS SELECT 1;
+
+SELECT _key, info['city'] FROM users(with_history => TRUE) WHERE _key = 'user#001';
+
+SELECT CAST(_key AS STRING) AS k, counts FROM bigtable_history('users') WHERE _key < 'user#003';
+
+SELECT CAST(_key AS STRING) AS k, unnest(info['city']) AS version FROM `users`(with_history => TRUE) WHERE _key = 'user#001';
+
+SELECT * FROM missing(with_history => TRUE);
