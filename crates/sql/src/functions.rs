@@ -5,6 +5,7 @@
 //! - `ago(interval)`: the query's start time minus a duration;
 //! - `from_milliseconds`, `from_nanoseconds`, `to_milliseconds`, `to_nanoseconds`;
 //! - `approx_percentile(x, p)`: `approx_percentile_cont`;
+//! - gap filling and interpolation ([`crate::interpolate`]);
 //! - `be_int64(bytes)`, `be_float64(bytes)`: Bigtable's common big-endian encodings
 //!   (NULL when the value is not 8 bytes), beside `CAST(x AS STRING)` for UTF-8.
 
@@ -19,8 +20,11 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    AggregateUDF, ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
+
+use crate::interpolate::{CreateTimeSeries, Interpolate, Method};
 
 /// Nanoseconds in a day.
 const DAY_NS: i128 = 86_400_000_000_000;
@@ -41,9 +45,15 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         ScalarUDF::from(FromEpoch::new("from_nanoseconds", 1)),
         ScalarUDF::from(BigEndian::new("be_int64", DataType::Int64)),
         ScalarUDF::from(BigEndian::new("be_float64", DataType::Float64)),
+        ScalarUDF::from(Interpolate::new(Method::Linear)),
+        ScalarUDF::from(Interpolate::new(Method::Locf)),
+        ScalarUDF::from(Interpolate::new(Method::Fill)),
     ] {
         state.register_udf(Arc::new(f))?;
     }
+    let series = datafusion::functions_nested::range::gen_series_udf();
+    state.register_udf(Arc::new(series.as_ref().clone().with_aliases(["sequence"])))?;
+    state.register_udaf(Arc::new(AggregateUDF::from(CreateTimeSeries::new())))?;
     let percentile =
         datafusion::functions_aggregate::approx_percentile_cont::approx_percentile_cont_udaf();
     state.register_udaf(Arc::new(

@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod devops;
 pub mod error;
 pub mod functions;
+pub mod interpolate;
 pub mod keyrange;
 pub mod planner;
 pub mod rewrite;

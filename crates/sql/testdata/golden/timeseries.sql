@@ -38,3 +38,14 @@ SELECT hostname, count(*) FROM devops.cpu WHERE hostname IN ('h3', 'h1', 'nope')
 
 SELECT count(*) FROM devops.events WHERE measure_name IN ('count', 'status');
 
+
+SELECT device, create_time_series(time, measure_value::double) AS series FROM devops.events WHERE measure_name = 'temperature' GROUP BY device ORDER BY device;
+
+SELECT unnest(interpolate_linear(create_time_series(time, usage_user), sequence(from_milliseconds(1699996400000), from_milliseconds(1699996580000), 30s))) AS point
+FROM devops.cpu WHERE hostname = 'h1' AND time < from_milliseconds(1699996600000);
+
+SELECT hostname, interpolate_locf(create_time_series(time, usage_user), sequence(from_milliseconds(1699996390000), from_milliseconds(1699996480000), 45s)) AS filled
+FROM devops.cpu WHERE hostname IN ('h1', 'h2') AND time < from_milliseconds(1699996600000) GROUP BY hostname ORDER BY hostname;
+
+SELECT interpolate_fill(create_time_series(time, usage_user), sequence(from_milliseconds(1699996400000), from_milliseconds(1699996490000), 30s), -1.0) AS filled
+FROM devops.cpu WHERE hostname = 'h3' AND time < from_milliseconds(1699996600000);

@@ -1,0 +1,370 @@
+//! Timestream's time series functions, for gap filling and interpolation:
+//! - `create_time_series(time, value)`: aggregate the readings of a group into one
+//!   time series, an array of `{time, value}` structs in time order;
+//! - `sequence(start, end, step)`: the timestamps to fill (DataFusion's inclusive
+//!   `generate_series`);
+//! - `interpolate_linear(series, timestamps)`, `interpolate_locf(series, timestamps)`
+//!   (last observation carried forward) and `interpolate_fill(series, timestamps,
+//!   value)`: the series at exactly the given timestamps; linear interpolation and LOCF
+//!   leave out timestamps before the first reading (and, for linear, after the last).
+//!
+//! `unnest(...)` turns a series back into rows.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Builder, ListArray, ListBuilder, StructBuilder,
+    TimestampNanosecondBuilder,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{
+    DataType, Field, FieldRef, Fields, Float64Type, TimeUnit, TimestampNanosecondType,
+};
+use datafusion::common::{ScalarValue, exec_err, plan_err};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature,
+    Volatility,
+};
+
+fn time_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, None)
+}
+
+fn point_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("time", time_type(), false),
+        Field::new("value", DataType::Float64, true),
+    ])
+}
+
+/// The type of a time series: `ARRAY<STRUCT<time TIMESTAMP, value DOUBLE>>`.
+pub fn series_type() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(
+        DataType::Struct(point_fields()),
+        true,
+    )))
+}
+
+fn series_builder() -> ListBuilder<StructBuilder> {
+    ListBuilder::new(StructBuilder::from_fields(point_fields(), 0))
+}
+
+/// Appends one series (sorted points) as a list entry.
+fn append_series(
+    b: &mut ListBuilder<StructBuilder>,
+    points: &[(i64, Option<f64>)],
+) -> DfResult<()> {
+    let values = b.values();
+    for (t, v) in points {
+        let Some(tb) = values.field_builder::<TimestampNanosecondBuilder>(0) else {
+            return exec_err!("time series builder has the wrong shape");
+        };
+        tb.append_value(*t);
+        let Some(vb) = values.field_builder::<Float64Builder>(1) else {
+            return exec_err!("time series builder has the wrong shape");
+        };
+        vb.append_option(*v);
+        values.append(true);
+    }
+    b.append(true);
+    Ok(())
+}
+
+/// `create_time_series(time, value)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct CreateTimeSeries {
+    signature: Signature,
+}
+
+impl CreateTimeSeries {
+    /// The aggregate.
+    pub fn new() -> Self {
+        Self {
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for CreateTimeSeries {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AggregateUDFImpl for CreateTimeSeries {
+    fn name(&self) -> &str {
+        "create_time_series"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
+        match args {
+            [DataType::Timestamp(_, _), v] if v.is_numeric() || v.is_null() => Ok(series_type()),
+            other => plan_err!(
+                "create_time_series(time, value) takes a timestamp and a number, got {other:?}"
+            ),
+        }
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new(
+                format!("{}_times", args.name),
+                DataType::List(Arc::new(Field::new_list_field(time_type(), true))),
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}_values", args.name),
+                DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true))),
+                true,
+            )),
+        ])
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+        Ok(Box::new(SeriesAccumulator::default()))
+    }
+}
+
+#[derive(Debug, Default)]
+struct SeriesAccumulator {
+    points: Vec<(i64, Option<f64>)>,
+}
+
+impl SeriesAccumulator {
+    fn add(&mut self, times: &ArrayRef, values: &ArrayRef) -> DfResult<()> {
+        let times = cast(times, &time_type())?;
+        let values = cast(values, &DataType::Float64)?;
+        let t = times.as_primitive::<TimestampNanosecondType>();
+        let v = values.as_primitive::<Float64Type>();
+        for i in 0..t.len() {
+            if t.is_valid(i) {
+                self.points
+                    .push((t.value(i), v.is_valid(i).then(|| v.value(i))));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for SeriesAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
+        match values {
+            [t, v] => self.add(t, v),
+            _ => exec_err!("create_time_series takes two arguments"),
+        }
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
+        let [times, values] = states else {
+            return exec_err!("create_time_series state has two columns");
+        };
+        let (times, values) = (times.as_list::<i32>(), values.as_list::<i32>());
+        for i in 0..times.len() {
+            if times.is_valid(i) {
+                self.add(&times.value(i), &values.value(i))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> DfResult<Vec<ScalarValue>> {
+        let times: Vec<ScalarValue> = self
+            .points
+            .iter()
+            .map(|(t, _)| ScalarValue::TimestampNanosecond(Some(*t), None))
+            .collect();
+        let values: Vec<ScalarValue> = self
+            .points
+            .iter()
+            .map(|(_, v)| ScalarValue::Float64(*v))
+            .collect();
+        Ok(vec![
+            ScalarValue::List(ScalarValue::new_list_nullable(&times, &time_type())),
+            ScalarValue::List(ScalarValue::new_list_nullable(&values, &DataType::Float64)),
+        ])
+    }
+
+    fn evaluate(&mut self) -> DfResult<ScalarValue> {
+        self.points.sort_by_key(|(t, _)| *t);
+        let mut b = series_builder();
+        append_series(&mut b, &self.points)?;
+        Ok(ScalarValue::List(Arc::new(b.finish())))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
+            + self.points.capacity() * std::mem::size_of::<(i64, Option<f64>)>()
+    }
+}
+
+/// How an interpolation fills a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Between the neighbouring readings, on the straight line.
+    Linear,
+    /// The last reading at or before the timestamp.
+    Locf,
+    /// The reading at exactly the timestamp, else a given value.
+    Fill,
+}
+
+/// `interpolate_linear`, `interpolate_locf`, `interpolate_fill`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Interpolate {
+    method: Method,
+    signature: Signature,
+}
+
+impl Interpolate {
+    /// The function for `method`.
+    pub fn new(method: Method) -> Self {
+        let arity = if method == Method::Fill { 3 } else { 2 };
+        Self {
+            method,
+            signature: Signature::any(arity, Volatility::Immutable),
+        }
+    }
+}
+
+/// The value of a sorted series at `t`, by `method`.
+fn value_at(
+    series: &[(i64, Option<f64>)],
+    t: i64,
+    method: Method,
+    fill: Option<f64>,
+) -> Option<Option<f64>> {
+    let after = series.partition_point(|(st, _)| *st < t);
+    if let Some((st, v)) = series.get(after)
+        && *st == t
+    {
+        return Some(*v);
+    }
+    match method {
+        Method::Fill => Some(fill),
+        Method::Locf => after.checked_sub(1).map(|i| series[i].1),
+        Method::Linear => {
+            let (t0, v0) = *series.get(after.checked_sub(1)?)?;
+            let (t1, v1) = *series.get(after)?;
+            let (v0, v1) = (v0?, v1?);
+            let f = (t - t0) as f64 / (t1 - t0) as f64;
+            Some(Some(v0 + (v1 - v0) * f))
+        }
+    }
+}
+
+fn points_of(list: &ListArray, row: usize) -> DfResult<Vec<(i64, Option<f64>)>> {
+    if list.is_null(row) {
+        return Ok(Vec::new());
+    }
+    let entries = list.value(row);
+    let s = entries.as_struct();
+    let times = cast(s.column(0), &time_type())?;
+    let values = cast(s.column(1), &DataType::Float64)?;
+    let (t, v) = (
+        times.as_primitive::<TimestampNanosecondType>(),
+        values.as_primitive::<Float64Type>(),
+    );
+    let mut out: Vec<(i64, Option<f64>)> = (0..t.len())
+        .filter(|i| t.is_valid(*i))
+        .map(|i| (t.value(i), v.is_valid(i).then(|| v.value(i))))
+        .collect();
+    out.sort_by_key(|(t, _)| *t);
+    Ok(out)
+}
+
+impl ScalarUDFImpl for Interpolate {
+    fn name(&self) -> &str {
+        match self.method {
+            Method::Linear => "interpolate_linear",
+            Method::Locf => "interpolate_locf",
+            Method::Fill => "interpolate_fill",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
+        match args {
+            [DataType::List(_), DataType::List(_), ..] => Ok(series_type()),
+            other => plan_err!(
+                "{}(series, timestamps) takes a time series and an array of timestamps, got {other:?}",
+                self.name()
+            ),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let series = args.args[0].clone().into_array(rows)?;
+        let stamps = args.args[1].clone().into_array(rows)?;
+        let stamps = cast(
+            &stamps,
+            &DataType::List(Arc::new(Field::new_list_field(time_type(), true))),
+        )?;
+        let fill = match args.args.get(2) {
+            Some(v) => Some(cast(&v.clone().into_array(rows)?, &DataType::Float64)?),
+            None => None,
+        };
+        let (series, stamps) = (series.as_list::<i32>(), stamps.as_list::<i32>());
+        let mut out = series_builder();
+        for row in 0..rows {
+            let points = points_of(series, row)?;
+            let fill_value = fill
+                .as_ref()
+                .map(|f| f.as_primitive::<Float64Type>())
+                .and_then(|f| f.is_valid(row).then(|| f.value(row)));
+            let mut filled = Vec::new();
+            if stamps.is_valid(row) {
+                let ts = stamps.value(row);
+                let ts = ts.as_primitive::<TimestampNanosecondType>();
+                for i in (0..ts.len()).filter(|i| ts.is_valid(*i)) {
+                    let t = ts.value(i);
+                    if let Some(v) = value_at(&points, t, self.method, fill_value) {
+                        filled.push((t, v));
+                    }
+                }
+            }
+            append_series(&mut out, &filled)?;
+        }
+        let array: ArrayRef = Arc::new(out.finish());
+        Ok(match &args.args[0] {
+            ColumnarValue::Scalar(_) if rows == 1 => {
+                ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
+            }
+            _ => ColumnarValue::Array(array),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: [(i64, Option<f64>); 3] = [(10, Some(1.0)), (20, Some(3.0)), (40, Some(7.0))];
+
+    #[test]
+    fn linear_fills_between_readings_only() {
+        assert_eq!(value_at(&S, 15, Method::Linear, None), Some(Some(2.0)));
+        assert_eq!(value_at(&S, 30, Method::Linear, None), Some(Some(5.0)));
+        assert_eq!(value_at(&S, 20, Method::Linear, None), Some(Some(3.0)));
+        assert_eq!(value_at(&S, 5, Method::Linear, None), None);
+        assert_eq!(value_at(&S, 45, Method::Linear, None), None);
+    }
+
+    #[test]
+    fn locf_and_fill() {
+        assert_eq!(value_at(&S, 39, Method::Locf, None), Some(Some(3.0)));
+        assert_eq!(value_at(&S, 5, Method::Locf, None), None);
+        assert_eq!(value_at(&S, 50, Method::Locf, None), Some(Some(7.0)));
+        assert_eq!(value_at(&S, 15, Method::Fill, Some(0.0)), Some(Some(0.0)));
+        assert_eq!(value_at(&S, 10, Method::Fill, Some(0.0)), Some(Some(1.0)));
+    }
+}
