@@ -201,21 +201,14 @@ impl ScalarUDFImpl for Ago {
         Ok(ts_ns())
     }
 
-    /// Folds to a constant at the query's start time, like `now()`, so time filters
-    /// using it push down.
+    /// Becomes `now() - duration`, which folds to a constant at the query's start time
+    /// (so time filters using it push down, and every use in a query agrees).
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
-        let (Some(now), Some(Expr::Literal(d, _))) =
-            (info.query_execution_start_time(), args.first())
-        else {
-            return Ok(ExprSimplifyResult::Original(args));
-        };
-        let Some(now_ns) = now.timestamp_nanos_opt() else {
-            return Ok(ExprSimplifyResult::Original(args));
-        };
-        let at = now_ns.saturating_sub(interval_ns(d)?);
-        Ok(ExprSimplifyResult::Simplified(Expr::Literal(
-            ScalarValue::TimestampNanosecond(Some(at), None),
-            None,
+        let [duration] =
+            <[Expr; 1]>::try_from(args).or_else(|_| plan_err!("ago() takes one duration"))?;
+        let now = datafusion::functions::datetime::now(info.config_options()).call(vec![]);
+        Ok(ExprSimplifyResult::Simplified(Expr::Cast(
+            datafusion::logical_expr::Cast::new(Box::new(now - duration), ts_ns()),
         )))
     }
 
@@ -273,7 +266,7 @@ impl ScalarUDFImpl for Epoch {
         let a = args.args[0].clone().into_array(args.number_rows)?;
         let converted = cast(&a, &DataType::Timestamp(self.unit, None))?;
         let ints = cast(&converted, &DataType::Int64)?;
-        Ok(scalar_if_scalar(&args.args[0], ints)?)
+        scalar_if_scalar(&args.args[0], ints)
     }
 }
 
@@ -320,7 +313,7 @@ impl ScalarUDFImpl for FromEpoch {
             })
         })?;
         let out = cast(&(Arc::new(ns) as ArrayRef), &ts_ns())?;
-        Ok(scalar_if_scalar(&args.args[0], out)?)
+        scalar_if_scalar(&args.args[0], out)
     }
 }
 
@@ -376,7 +369,7 @@ impl ScalarUDFImpl for BigEndian {
                     .collect::<Float64Array>(),
             )
         };
-        Ok(scalar_if_scalar(&args.args[0], out)?)
+        scalar_if_scalar(&args.args[0], out)
     }
 }
 

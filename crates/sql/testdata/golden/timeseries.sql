@@ -49,3 +49,4 @@ FROM devops.cpu WHERE hostname IN ('h1', 'h2') AND time < from_milliseconds(1699
 
 SELECT interpolate_fill(create_time_series(time, usage_user), sequence(from_milliseconds(1699996400000), from_milliseconds(1699996490000), 30s), -1.0) AS filled
 FROM devops.cpu WHERE hostname = 'h3' AND time < from_milliseconds(1699996600000);
+SELECT abs(to_nanoseconds(now()) - to_nanoseconds(ago(1h)) - 3600000000000) < 1000000000 AS about_an_hour;
