@@ -204,11 +204,16 @@ fn sql_error(e: almanac_sql::Error) -> ApiError {
         S::Syntax { message, .. } => {
             ApiError::validation(format!("The query syntax is invalid: {message}"))
         }
-        S::TableNotFound(name) => ApiError::new(
-            StatusCode::NOT_FOUND,
-            "ResourceNotFoundException",
-            format!("Table {name} does not exist."),
-        ),
+        S::TableNotFound(name) => {
+            // DataFusion qualifies the name with Almanac's one catalog.
+            let catalog = format!("{}.", almanac_sql::catalog::CATALOG);
+            let name = name.strip_prefix(&catalog).unwrap_or(&name);
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "ResourceNotFoundException",
+                format!("Table {name} does not exist."),
+            )
+        }
         S::Invalid(m) | S::Parameter(m) => ApiError::validation(m),
         e @ S::Cancelled(_) => {
             ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
@@ -350,11 +355,15 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
             "Almanac does not serve {service} (only {WRITE_TARGET}: timestream-write and timestream-query)."
         ));
     }
+    let query_op = query_ops::QueryOp::named(op);
     let cx = match RequestContext::from_headers(&headers) {
         Ok(cx) => cx,
+        Err(e) if query_op.is_some() => {
+            return api_error(e).into_response_in(QUERY_ERROR_NAMESPACE);
+        }
         Err(e) => return api_error(e).into_response(),
     };
-    if let Some(query_op) = query_ops::QueryOp::named(op) {
+    if let Some(query_op) = query_op {
         return match query_ops::handle(&app, &cx, query_op, &body).await {
             Ok(text) => json_response(StatusCode::OK, text),
             Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
