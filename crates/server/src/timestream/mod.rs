@@ -92,17 +92,18 @@ pub struct RequestContext {
 impl RequestContext {
     /// The context of a request with `headers`.
     pub fn from_headers(headers: &HeaderMap) -> Result<Self, OpError> {
-        let instance = match headers.get(INSTANCE_HEADER) {
-            None => None,
-            Some(v) => {
-                let v = v.to_str().map_err(|_| {
-                    OpError::Request(format!("The {INSTANCE_HEADER} header is not ASCII."))
-                })?;
-                Some(crate::names::instance(v).map_err(|s| {
-                    OpError::Request(format!("{INSTANCE_HEADER}: {}", s.message()))
-                })?)
-            }
-        };
+        let instance =
+            match headers.get(INSTANCE_HEADER) {
+                None => None,
+                Some(v) => {
+                    let v = v.to_str().map_err(|_| {
+                        OpError::Request(format!("The {INSTANCE_HEADER} header is not ASCII."))
+                    })?;
+                    Some(crate::names::instance(v).map_err(|s| {
+                        OpError::Request(format!("{INSTANCE_HEADER}: {}", s.message()))
+                    })?)
+                }
+            };
         Ok(Self {
             region: region_of(headers).unwrap_or_else(|| DEFAULT_REGION.to_string()),
             instance,
@@ -300,12 +301,7 @@ fn region_of(headers: &HeaderMap) -> Option<String> {
 
 /// Runs a `timestream-write` operation (or DescribeEndpoints, which both services
 /// have), on the blocking pool.
-fn dispatch_write(
-    app: &App,
-    cx: &RequestContext,
-    op: &str,
-    body: &[u8],
-) -> Result<Json, OpError> {
+fn dispatch_write(app: &App, cx: &RequestContext, op: &str, body: &[u8]) -> Result<Json, OpError> {
     let req: wire::Request = if body.is_empty() {
         wire::Request::default()
     } else {
@@ -378,7 +374,9 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
     match tokio::task::spawn_blocking(move || dispatch_write(&app, &cx, &op, &body)).await {
         Ok(Ok(json)) => json_response(StatusCode::OK, json.to_string()),
         Ok(Err(e)) => api_error(e).into_response(),
-        Err(join) => api_error(OpError::Internal(format!("handler failed: {join}"))).into_response(),
+        Err(join) => {
+            api_error(OpError::Internal(format!("handler failed: {join}"))).into_response()
+        }
     }
 }
 

@@ -34,14 +34,13 @@ use std::fmt::Write as _;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Date64Type, Decimal32Type, Decimal64Type, Decimal128Type,
-    Decimal256Type, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
-    DurationSecondType, Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type,
-    Int32Type, Int64Type, IntervalDayTimeType, IntervalMonthDayNanoType, IntervalUnit,
-    IntervalYearMonthType, Schema, Time32MillisecondType, Time32SecondType,
-    Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
+    DataType, Date32Type, Date64Type, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type,
+    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType,
+    Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    IntervalDayTimeType, IntervalMonthDayNanoType, IntervalUnit, IntervalYearMonthType, Schema,
+    Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::arrow::record_batch::RecordBatch;
 use serde::Deserialize;
@@ -195,7 +194,9 @@ fn unit_ns(unit: TimeUnit) -> i128 {
 fn raw_i64(a: &dyn Array, i: usize) -> i128 {
     use DataType as D;
     match a.data_type() {
-        D::Timestamp(TimeUnit::Second, _) => a.as_primitive::<TimestampSecondType>().value(i).into(),
+        D::Timestamp(TimeUnit::Second, _) => {
+            a.as_primitive::<TimestampSecondType>().value(i).into()
+        }
         D::Timestamp(TimeUnit::Millisecond, _) => {
             a.as_primitive::<TimestampMillisecondType>().value(i).into()
         }
@@ -254,15 +255,14 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
             scalar::float(a.as_primitive::<Float16Type>().value(i).to_f32()),
         ),
         D::Float32 => push_plain(out, scalar::float(a.as_primitive::<Float32Type>().value(i))),
-        D::Float64 => push_plain(out, scalar::double(a.as_primitive::<Float64Type>().value(i))),
+        D::Float64 => push_plain(
+            out,
+            scalar::double(a.as_primitive::<Float64Type>().value(i)),
+        ),
         D::Decimal32(..) => push_plain(out, a.as_primitive::<Decimal32Type>().value_as_string(i)),
         D::Decimal64(..) => push_plain(out, a.as_primitive::<Decimal64Type>().value_as_string(i)),
-        D::Decimal128(..) => {
-            push_plain(out, a.as_primitive::<Decimal128Type>().value_as_string(i))
-        }
-        D::Decimal256(..) => {
-            push_plain(out, a.as_primitive::<Decimal256Type>().value_as_string(i))
-        }
+        D::Decimal128(..) => push_plain(out, a.as_primitive::<Decimal128Type>().value_as_string(i)),
+        D::Decimal256(..) => push_plain(out, a.as_primitive::<Decimal256Type>().value_as_string(i)),
         D::Timestamp(unit, _) => push_plain(out, scalar::timestamp(raw_i64(a, i) * unit_ns(*unit))),
         D::Date32 => push_plain(
             out,
@@ -270,7 +270,11 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
         ),
         D::Date64 => push_plain(
             out,
-            scalar::date(a.as_primitive::<Date64Type>().value(i).div_euclid(86_400_000)),
+            scalar::date(
+                a.as_primitive::<Date64Type>()
+                    .value(i)
+                    .div_euclid(86_400_000),
+            ),
         ),
         D::Time32(unit) | D::Time64(unit) => {
             push_plain(out, scalar::time(raw_i64(a, i) * unit_ns(*unit)))
@@ -285,7 +289,8 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
         ),
         D::Interval(IntervalUnit::DayTime) => {
             let v = a.as_primitive::<IntervalDayTimeType>().value(i);
-            let ns = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.milliseconds) * 1_000_000;
+            let ns =
+                i128::from(v.days) * 86_400_000_000_000 + i128::from(v.milliseconds) * 1_000_000;
             push_plain(out, scalar::interval_day_to_second(ns));
         }
         D::Interval(IntervalUnit::MonthDayNano) => {
@@ -318,7 +323,11 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
             let one = cast(&a.slice(i, 1), values).map_err(|e| e.to_string())?;
             push_datum(out, one.as_ref(), 0)?;
         }
-        other => return Err(format!("A value of type {other} has no Timestream equivalent.")),
+        other => {
+            return Err(format!(
+                "A value of type {other} has no Timestream equivalent."
+            ));
+        }
     }
     Ok(())
 }
@@ -348,7 +357,9 @@ mod tests {
             Arc::new(StringArray::from(vec![Some("a\"b"), None])),
             Arc::new(Float64Array::from(vec![Some(1.0), Some(0.25)])),
             Arc::new(Int64Array::from(vec![Some(-3), Some(4)])),
-            Arc::new(TimestampMicrosecondArray::from(vec![Some(1_500_000), None]).with_timezone("UTC")),
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![Some(1_500_000), None]).with_timezone("UTC"),
+            ),
             Arc::new(BinaryArray::from(vec![Some(&b"k"[..]), Some(&b""[..])])),
         ];
         assert_eq!(
@@ -383,7 +394,10 @@ mod tests {
             r["Data"][0],
             json!({"ArrayValue": [{"ScalarValue": "1"}, {"NullValue": true}]})
         );
-        assert_eq!(r["Data"][1], json!({"RowValue": {"Data": [{"ScalarValue": "7"}]}}));
+        assert_eq!(
+            r["Data"][1],
+            json!({"RowValue": {"Data": [{"ScalarValue": "7"}]}})
+        );
         assert_eq!(
             r["Data"][2],
             json!({"ArrayValue": [{"RowValue": {"Data": [{"ScalarValue": "q"}, {"ScalarValue": "v"}]}}]})

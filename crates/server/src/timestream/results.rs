@@ -44,7 +44,9 @@ pub enum PageError {
     #[error("Invalid pagination token: {0:?} was not issued by this server.")]
     Malformed(String),
     /// A token of a query whose pages are gone for the given reason.
-    #[error("Invalid pagination token: the results of query {query_id} {reason}; run the query again.")]
+    #[error(
+        "Invalid pagination token: the results of query {query_id} {reason}; run the query again."
+    )]
     Gone {
         /// The query.
         query_id: String,
@@ -423,8 +425,9 @@ impl ResultCache {
 
 /// A stable hash of a query string (tokens are tied to the query that issued them).
 fn sql_hash(sql: &str) -> u64 {
-    let mut h = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-        .build_hasher();
+    let mut h =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .build_hasher();
     h.write(sql.as_bytes());
     h.finish()
 }
@@ -510,7 +513,11 @@ mod tests {
         let p = c.page(&token, "SELECT 1", 3, 1 << 20, t0).unwrap();
         assert_eq!(values(&p), ["3", "4", "5"]);
         let again = c.page(&token, "SELECT 1", 3, 1 << 20, t0).unwrap();
-        assert_eq!(values(&again), ["3", "4", "5"], "a retry returns the same page");
+        assert_eq!(
+            values(&again),
+            ["3", "4", "5"],
+            "a retry returns the same page"
+        );
         assert_eq!(again.next_token, p.next_token, "and the same next token");
         let next = p.next_token.unwrap();
         assert_ne!(next, token);
@@ -575,11 +582,17 @@ mod tests {
         let later = t0 + Duration::from_secs(61);
         assert!(matches!(
             c.page(&tokens[2], "q", 1, 1 << 20, later),
-            Err(PageError::Gone { reason: "expired", .. })
+            Err(PageError::Gone {
+                reason: "expired",
+                ..
+            })
         ));
         assert_eq!(c.usage(), (0, 0));
         let h = header(&mut c);
-        assert!(c.insert(h, "q", rows(1000), 1, later).is_err(), "larger than the cache");
+        assert!(
+            c.insert(h, "q", rows(1000), 1, later).is_err(),
+            "larger than the cache"
+        );
     }
 
     #[test]

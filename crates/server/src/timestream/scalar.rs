@@ -39,11 +39,7 @@ pub fn float(x: f32) -> String {
     java_float(f64::from(x), || format!("{x}"), || format!("{x:e}"))
 }
 
-fn java_float(
-    x: f64,
-    plain: impl Fn() -> String,
-    scientific: impl Fn() -> String,
-) -> String {
+fn java_float(x: f64, plain: impl Fn() -> String, scientific: impl Fn() -> String) -> String {
     if x.is_nan() {
         return "NaN".into();
     }
@@ -185,7 +181,11 @@ mod tests {
         ] {
             assert_eq!(double(x), want, "{x:?}");
         }
-        assert_eq!(float(0.1), "0.1", "shortest for f32, not 0.10000000149011612");
+        assert_eq!(
+            float(0.1),
+            "0.1",
+            "shortest for f32, not 0.10000000149011612"
+        );
     }
 
     #[test]
@@ -208,7 +208,10 @@ mod tests {
             interval_day_to_second(DAY_NS + 21 * 3600 * SECOND_NS),
             "1 21:00:00.000000000"
         );
-        assert_eq!(interval_day_to_second(-SECOND_NS / 2), "-0 00:00:00.500000000");
+        assert_eq!(
+            interval_day_to_second(-SECOND_NS / 2),
+            "-0 00:00:00.500000000"
+        );
         assert_eq!(interval_year_to_month(31), "2-7");
         assert_eq!(interval_year_to_month(-13), "-1-1");
     }
