@@ -70,6 +70,8 @@ pub struct App {
     pub address: String,
     /// Pages of query results waiting for their `NextToken`.
     pub results: Mutex<results::ResultCache>,
+    /// Permits of running queries ([`query_ops::MAX_CONCURRENT_QUERIES`]).
+    pub query_slots: tokio::sync::Semaphore,
 }
 
 impl App {
@@ -396,6 +398,7 @@ pub async fn serve(
             results::Limits::default(),
             results::random_seed(),
         )),
+        query_slots: tokio::sync::Semaphore::new(query_ops::MAX_CONCURRENT_QUERIES),
     });
     let router = Router::new()
         .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))
@@ -403,4 +406,83 @@ pub async fn serve(
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests stop at the first surprise")]
+mod tests {
+    use super::*;
+
+    fn mapped(e: OpError) -> (u16, &'static str, String) {
+        let a = api_error(e);
+        (a.status.as_u16(), a.name, a.message)
+    }
+
+    #[test]
+    fn sql_errors_become_query_exceptions() {
+        let (status, name, message) = mapped(OpError::Sql(almanac_sql::Error::Syntax {
+            message: "Expected: an expression, found: )".into(),
+            line: 2,
+            column: 7,
+        }));
+        assert_eq!((status, name), (400, "ValidationException"));
+        assert!(message.starts_with("line 2:7: "), "{message}");
+        assert!(message.ends_with("found: )"), "{message}");
+        let (status, name, message) = mapped(OpError::Sql(almanac_sql::Error::TableNotFound(
+            "almanac.weather.balloons".into(),
+        )));
+        assert_eq!((status, name), (404, "ResourceNotFoundException"));
+        assert_eq!(message, "Table weather.balloons does not exist.");
+        let (status, name, _) = mapped(OpError::Sql(almanac_sql::Error::Execution(
+            "Arrow error: Divide by zero error".into(),
+        )));
+        assert_eq!((status, name), (400, "QueryExecutionException"));
+        let (status, name, _) = mapped(OpError::Sql(almanac_sql::Error::Store("io".into())));
+        assert_eq!((status, name), (500, "InternalServerException"));
+    }
+
+    #[test]
+    fn page_errors_become_validation_or_conflict() {
+        let (_, name, message) = mapped(OpError::Page(results::PageError::Cancelled("Q1".into())));
+        assert_eq!(name, "ConflictException");
+        assert!(
+            message.contains("Q1") && message.contains("cancelled"),
+            "{message}"
+        );
+        let (_, name, _) = mapped(OpError::Page(results::PageError::Superseded));
+        assert_eq!(name, "ValidationException");
+        let (_, name, message) = mapped(OpError::NotImplemented("PrepareQuery".into()));
+        assert_eq!(name, "ValidationException");
+        assert!(message.contains("PrepareQuery"), "{message}");
+    }
+
+    #[test]
+    fn request_context_reads_region_and_instance() {
+        let mut h = HeaderMap::new();
+        assert_eq!(
+            RequestContext::from_headers(&h).unwrap(),
+            RequestContext {
+                region: DEFAULT_REGION.into(),
+                instance: None
+            }
+        );
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=x/20250101/eu-west-1/timestream/aws4_request, SignedHeaders=host, Signature=0",
+            ),
+        );
+        h.insert(
+            INSTANCE_HEADER,
+            HeaderValue::from_static("projects/p/instances/i"),
+        );
+        let cx = RequestContext::from_headers(&h).unwrap();
+        assert_eq!(cx.region, "eu-west-1");
+        assert_eq!(cx.instance.as_deref(), Some("projects/p/instances/i"));
+        h.insert(INSTANCE_HEADER, HeaderValue::from_static("instances/i"));
+        assert!(matches!(
+            RequestContext::from_headers(&h),
+            Err(OpError::Request(m)) if m.contains(INSTANCE_HEADER)
+        ));
+    }
 }

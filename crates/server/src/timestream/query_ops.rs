@@ -11,7 +11,9 @@
 //!    (`"db"."table"` names are time-series tables; bare names are the Bigtable tables
 //!    of [`INSTANCE_HEADER`](super::INSTANCE_HEADER) when given) and streams it; every
 //!    row is encoded as a `Row` as it arrives ([`query_wire`]). A result larger than
-//!    [`MAX_RESULT_BYTES`] fails rather than fill the memory.
+//!    [`MAX_RESULT_BYTES`] fails rather than fill the memory; at most
+//!    [`MAX_CONCURRENT_QUERIES`] run at once, the others wait. Unlike the service
+//!    (60 s), queries have no time limit.
 //! 4. The first page is answered; the rest wait in the cache under the `NextToken`.
 //!
 //! `QueryStatus` says `ProgressPercentage` 100 (a query has finished by its first
@@ -43,7 +45,10 @@ pub const MAX_ROWS: i64 = 1000;
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024;
 /// Largest result a query may produce (encoded rows): the whole result is held in
 /// memory for its pages, so a runaway `SELECT *` fails instead of exhausting it.
-pub const MAX_RESULT_BYTES: usize = 128 * 1024 * 1024;
+pub const MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
+/// Queries running at once; more wait their turn. With [`MAX_RESULT_BYTES`] this
+/// bounds the memory of results being built (8 × 64 MiB).
+pub const MAX_CONCURRENT_QUERIES: usize = 8;
 /// `ClientToken` length bounds, per the service model.
 const CLIENT_TOKEN_CHARS: std::ops::RangeInclusive<usize> = 32..=128;
 
@@ -155,6 +160,12 @@ pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result
         return Ok(render(&page));
     }
 
+    // Held until the result is encoded: bounds the memory of results in the making.
+    let _slot = app
+        .query_slots
+        .acquire()
+        .await
+        .map_err(|e| OpError::Internal(format!("query slots: {e}")))?;
     let scope = Scope {
         instance: cx.instance.clone(),
     };
@@ -174,12 +185,12 @@ pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result
                     "Query aborted as max page response size has been exceeded by the output result row.".into(),
                 ));
             }
+            if rows.bytes() + row.len() > MAX_RESULT_BYTES {
+                return Err(OpError::Result(format!(
+                    "The result exceeds {MAX_RESULT_BYTES} bytes, the most Almanac keeps for pagination; add a LIMIT or narrow the query."
+                )));
+            }
             rows.push(&row);
-        }
-        if rows.bytes() > MAX_RESULT_BYTES {
-            return Err(OpError::Result(format!(
-                "The result exceeds {MAX_RESULT_BYTES} bytes, the most Almanac keeps for pagination; add a LIMIT or narrow the query."
-            )));
         }
     }
     let scan = counters.totals();
