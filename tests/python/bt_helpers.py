@@ -292,6 +292,7 @@ _AWS_ENV_DROP = (
     "AWS_DEFAULT_PROFILE",
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_TIMESTREAM_WRITE",
+    "AWS_ENDPOINT_URL_TIMESTREAM_QUERY",
     "AWS_SESSION_TOKEN",
     "AWS_SECURITY_TOKEN",
     "AWS_USE_FIPS_ENDPOINT",
@@ -317,7 +318,7 @@ def isolated_aws_env():
                 os.environ[k] = v
 
 
-def ts_write_client(endpoint: str, validate: bool = True):
+def ts_write_client(endpoint: str, validate: bool = True, region: str = "us-east-1"):
     """A boto3 `timestream-write` client for `endpoint` with fixed fake credentials.
 
     Retries are off so an error reaches the test as the server sent it. `validate=False`
@@ -325,18 +326,27 @@ def ts_write_client(endpoint: str, validate: bool = True):
     requests AWS would refuse server-side can be sent at all (e.g. an empty `Records`).
     Call it inside `isolated_aws_env()`.
     """
+    return _ts_client("timestream-write", endpoint, validate, region)
+
+
+def ts_query_client(endpoint: str, validate: bool = True, region: str = "us-east-1"):
+    """A boto3 `timestream-query` client for `endpoint`, like `ts_write_client`."""
+    return _ts_client("timestream-query", endpoint, validate, region)
+
+
+def _ts_client(service: str, endpoint: str, validate: bool, region: str):
     import boto3  # imported here so the Bigtable-only tests do not need it
     from botocore.config import Config
 
     session = boto3.session.Session(
         aws_access_key_id="x",
         aws_secret_access_key="x",
-        region_name="us-east-1",
+        region_name=region,
     )
     return session.client(
-        "timestream-write",
+        service,
         endpoint_url=endpoint,
-        region_name="us-east-1",
+        region_name=region,
         aws_access_key_id="x",
         aws_secret_access_key="x",
         config=Config(

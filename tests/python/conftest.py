@@ -26,6 +26,7 @@ from bt_helpers import (
     find_almanac_bin,
     TsFactory,
     isolated_aws_env,
+    ts_query_client,
     ts_write_client,
 )
 
@@ -175,6 +176,22 @@ def ts_write(server, _aws_env):
 def ts_write_unvalidated(server, _aws_env):
     """Like `ts_write` but without botocore's client-side parameter validation."""
     client = ts_write_client(server.ts_endpoint, validate=False)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def ts_query(server, _aws_env):
+    """boto3 `timestream-query` client on the session server."""
+    client = ts_query_client(server.ts_endpoint)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def ts_query_unvalidated(server, _aws_env):
+    """Like `ts_query` but without botocore's client-side parameter validation."""
+    client = ts_query_client(server.ts_endpoint, validate=False)
     yield client
     client.close()
 

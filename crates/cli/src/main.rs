@@ -2,7 +2,8 @@
 //!
 //! The binary: `almanac serve` runs the server on an embedded engine; `almanac
 //! bench engine` measures the engine and `almanac bench grpc` a running server; the
-//! `cbt`-like commands (`ls`, `createtable`, `read`, `set`, ...) talk to a running server.
+//! `cbt`-like commands (`ls`, `createtable`, `read`, `set`, ...) talk to a running server;
+//! `almanac ts …` and `almanac sql` talk to its Timestream endpoint.
 //! Flags are parsed here (clap); the work lives in the library crates, and `anyhow`
 //! appears only in this binary.
 
@@ -18,6 +19,7 @@ mod http;
 mod loadgen;
 mod patterns;
 mod serve;
+mod sql;
 mod sqlbench;
 mod ts;
 mod tsbs;
@@ -52,6 +54,9 @@ enum Command {
         #[command(subcommand)]
         command: ts::TsCommand,
     },
+    /// SQL through the Timestream Query API: `-e 'QUERY'`, or statements ending in
+    /// ';' from stdin.
+    Sql(sql::SqlArgs),
     #[command(flatten)]
     Cbt(cbt::CbtCommand),
 }
@@ -89,6 +94,15 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
         Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
         Command::Bench(BenchCommand::Sql(args)) => sqlbench::run(args),
+        Command::Sql(args) => match sql::run(args) {
+            // A refused statement has printed its error already.
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => {
+                eprintln!("almanac: {e:#}");
+                std::process::exit(1);
+            }
+        },
         Command::Cbt(cmd) => {
             // Errors here are the user's answer (often a gRPC status), not a crash: no backtrace.
             if let Err(e) = cbt::run(cmd) {

@@ -74,7 +74,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.fsync
         );
         eprintln!(
-            "almanac: timestream listening on {ts_local} (timestream-write; boto3 endpoint_url=http://{ts_local}); tables in instance {DEFAULT_INSTANCE}"
+            "almanac: timestream listening on {ts_local} (timestream-write and timestream-query; boto3 endpoint_url=http://{ts_local}); tables in instance {DEFAULT_INSTANCE}"
         );
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {

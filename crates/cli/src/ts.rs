@@ -100,6 +100,9 @@ pub struct CreateTableArgs {
 /// A connection that calls operations and turns AWS errors into readable ones.
 pub struct Api {
     client: Client,
+    url: String,
+    /// Extra headers sent with every call (`x-almanac-instance`).
+    headers: Vec<(String, String)>,
 }
 
 /// An AWS error answer.
@@ -128,23 +131,29 @@ impl Api {
     pub fn new(url: &str) -> anyhow::Result<Self> {
         Ok(Self {
             client: Client::new(Endpoint::parse(url)?),
+            url: url.to_string(),
+            headers: Vec::new(),
         })
+    }
+
+    /// Sends `name: value` with every call.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
     }
 
     /// Calls `op` with `body`; `Ok(Err(..))` is an AWS error answer.
     pub fn call(&mut self, op: &str, body: &Json) -> anyhow::Result<Result<Json, ApiError>> {
         let target = format!("{TARGET_PREFIX}.{op}");
+        let mut headers = vec![
+            ("Content-Type", "application/x-amz-json-1.0"),
+            ("X-Amz-Target", target.as_str()),
+        ];
+        headers.extend(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let resp = self
             .client
-            .post(
-                "/",
-                &[
-                    ("Content-Type", "application/x-amz-json-1.0"),
-                    ("X-Amz-Target", &target),
-                ],
-                body.to_string().as_bytes(),
-            )
-            .with_context(|| format!("{op}: is `almanac serve` running at this --url?"))?;
+            .post("/", &headers, body.to_string().as_bytes())
+            .with_context(|| format!("{op}: is `almanac serve` running at {}?", self.url))?;
         let json: Json = serde_json::from_slice(&resp.body)
             .with_context(|| format!("{op}: HTTP {}: not JSON: {}", resp.status, resp.text()))?;
         if resp.status == 200 {

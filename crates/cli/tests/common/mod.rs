@@ -80,20 +80,43 @@ impl Server {
         }
     }
 
-    /// Runs `almanac <command> --addr ADDR <args...>` (`ts` commands get `--url`).
+    /// Runs `almanac <command> --addr ADDR <args...>` (`ts` commands get `--url`,
+    /// `sql` gets `--endpoint`).
     pub fn run(&self, command: &str, args: &[&str]) -> Output {
-        let conn = if command == "ts" {
-            ["--url", self.ts_url.as_str()]
-        } else {
-            ["--addr", self.addr.as_str()]
+        self.command(command, args).output().expect("run almanac")
+    }
+
+    /// Like [`Server::run`], with `stdin` piped in.
+    pub fn run_with_stdin(&self, command: &str, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .command(command, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn almanac");
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        child.wait_with_output().expect("wait for almanac")
+    }
+
+    fn command(&self, command: &str, args: &[&str]) -> Command {
+        let conn = match command {
+            "ts" => ["--url", self.ts_url.as_str()],
+            "sql" => ["--endpoint", self.ts_url.as_str()],
+            _ => ["--addr", self.addr.as_str()],
         };
-        Command::new(BIN)
-            .arg(command)
+        let mut cmd = Command::new(BIN);
+        cmd.arg(command)
             .args(conn)
             .args(args)
-            .env_remove("BIGTABLE_EMULATOR_HOST")
-            .output()
-            .expect("run almanac")
+            .env_remove("BIGTABLE_EMULATOR_HOST");
+        cmd
     }
 
     /// Runs a command that must succeed; returns its stdout.

@@ -1,25 +1,38 @@
 //! The Timestream-compatible HTTP endpoint (`almanac serve --timestream-addr`): the
-//! AWS JSON 1.0 protocol of `timestream-write`, so boto3 pointed at it with
-//! `endpoint_url` works unchanged.
+//! AWS JSON 1.0 protocols of `timestream-write` and `timestream-query` on one
+//! listener, so boto3 clients of either, pointed at it with `endpoint_url`, work
+//! unchanged.
 //!
 //! A request, step by step:
-//! 1. axum accepts `POST /` (any path); the `X-Amz-Target` header names the service
-//!    and operation (`Timestream_20181101.WriteRecords`). SigV4 signatures are not
-//!    checked: like the Bigtable emulator endpoint, this is a local server.
-//! 2. The JSON body parses into [`wire::Request`] (a malformed body is a
-//!    `ValidationException` naming serde's complaint and position).
-//! 3. The operation ([`write_ops`]) runs on tokio's blocking pool against the
+//! 1. axum accepts `POST /` (any path); the `X-Amz-Target` header names the operation
+//!    (`Timestream_20181101.WriteRecords`, `Timestream_20181101.Query`: both services
+//!    use the same target prefix, so operations are told apart by name). SigV4
+//!    signatures are not checked: like the Bigtable emulator endpoint, this is a local
+//!    server.
+//! 2. The headers become a [`RequestContext`]: the region the request was signed for
+//!    (named in ARNs) and the Almanac extension header [`INSTANCE_HEADER`].
+//! 3. Query operations ([`query_ops`]) run on the async runtime: DataFusion plans and
+//!    streams the query ([`almanac_sql`]); rows are encoded as `Datum`s
+//!    ([`query_wire`], [`scalar`]) and pages beyond the first wait in the
+//!    [`results`] cache. Write operations ([`write_ops`]) parse into
+//!    [`wire::Request`] (a malformed body is a `ValidationException` naming serde's
+//!    complaint and position) and run on tokio's blocking pool against the
 //!    [`almanac_timeseries::TimeSeries`] service.
-//! 4. Success is HTTP 200 with the output shape; a [`almanac_timeseries::Error`]
+//! 4. Success is HTTP 200 with the output shape. Every failure is an [`OpError`], and
 //!    becomes the service's modeled exception in exactly one place ([`api_error`]):
-//!    `{"__type": "com.amazonaws.timestreamwrite#<Name>", "Message": …}` with its HTTP
-//!    status, plus `RejectedRecords` for `RejectedRecordsException`.
+//!    `{"__type": "com.amazonaws.timestreamwrite#<Name>", "Message": …}` (namespace
+//!    `timestreamquery` for query operations) with its HTTP status, plus
+//!    `RejectedRecords` for `RejectedRecordsException`.
 
+pub mod query_ops;
+pub mod query_wire;
+pub mod results;
+pub mod scalar;
 pub mod wire;
 pub mod write_ops;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use almanac_timeseries::{EmbeddedStore, Error, TimeSeries};
 use axum::Router;
@@ -31,12 +44,20 @@ use tokio::net::TcpListener;
 
 /// Largest request body: 100 records of 2 KB dimensions and values fit many times over.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-/// `X-Amz-Target` service prefix of `timestream-write`.
+/// `X-Amz-Target` service prefix of `timestream-write` and `timestream-query`.
 pub const WRITE_TARGET: &str = "Timestream_20181101";
+/// The region of unsigned requests (and the one the CLI signs nothing for).
+pub const DEFAULT_REGION: &str = "us-east-1";
+/// Almanac's extension to `Query`: the Bigtable instance
+/// (`projects/{p}/instances/{i}`) whose tables bare table names in the SQL refer to.
+/// Without it only `"database"."table"` time-series names resolve.
+pub const INSTANCE_HEADER: &str = "x-almanac-instance";
 /// Content type of AWS JSON 1.0.
 const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
-/// Namespace of the error `__type`s.
-const ERROR_NAMESPACE: &str = "com.amazonaws.timestreamwrite";
+/// Namespace of the error `__type`s of write operations.
+const WRITE_ERROR_NAMESPACE: &str = "com.amazonaws.timestreamwrite";
+/// Namespace of the error `__type`s of query operations.
+const QUERY_ERROR_NAMESPACE: &str = "com.amazonaws.timestreamquery";
 
 /// Shared state of the endpoint.
 #[derive(Debug)]
@@ -47,8 +68,77 @@ pub struct App {
     pub sql: Arc<almanac_sql::SqlEngine>,
     /// `host:port` this endpoint answers on (DescribeEndpoints).
     pub address: String,
-    /// Region named in ARNs.
+    /// Pages of query results waiting for their `NextToken`.
+    pub results: Mutex<results::ResultCache>,
+    /// Permits of running queries ([`query_ops::MAX_CONCURRENT_QUERIES`]).
+    pub query_slots: tokio::sync::Semaphore,
+}
+
+impl App {
+    /// The results cache, even after a panic elsewhere poisoned its lock (every
+    /// operation on it leaves it consistent).
+    pub fn results(&self) -> std::sync::MutexGuard<'_, results::ResultCache> {
+        self.results.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What one request brings besides its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestContext {
+    /// The region the request was signed for (named in ARNs).
     pub region: String,
+    /// [`INSTANCE_HEADER`], validated.
+    pub instance: Option<String>,
+}
+
+impl RequestContext {
+    /// The context of a request with `headers`.
+    pub fn from_headers(headers: &HeaderMap) -> Result<Self, OpError> {
+        let instance =
+            match headers.get(INSTANCE_HEADER) {
+                None => None,
+                Some(v) => {
+                    let v = v.to_str().map_err(|_| {
+                        OpError::Request(format!("The {INSTANCE_HEADER} header is not ASCII."))
+                    })?;
+                    Some(crate::names::instance(v).map_err(|s| {
+                        OpError::Request(format!("{INSTANCE_HEADER}: {}", s.message()))
+                    })?)
+                }
+            };
+        Ok(Self {
+            region: region_of(headers).unwrap_or_else(|| DEFAULT_REGION.to_string()),
+            instance,
+        })
+    }
+}
+
+/// Every way an operation fails, classified before it becomes an AWS exception in
+/// [`api_error`].
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// The time-series layer refused or failed.
+    #[error(transparent)]
+    Series(#[from] Error),
+    /// The SQL engine refused or failed.
+    #[error(transparent)]
+    Sql(#[from] almanac_sql::Error),
+    /// A `NextToken` or `QueryId` that cannot be served.
+    #[error(transparent)]
+    Page(#[from] results::PageError),
+    /// A request member is missing, malformed or out of range.
+    #[error("{0}")]
+    Request(String),
+    /// The query ran, but its result cannot be returned (too large, or a type
+    /// Timestream lacks).
+    #[error("{0}")]
+    Result(String),
+    /// An operation of the services that Almanac does not implement.
+    #[error("Almanac does not implement the Timestream operation {0}.")]
+    NotImplemented(String),
+    /// The server failed (a task died).
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// A modeled AWS error.
@@ -76,8 +166,68 @@ impl ApiError {
     }
 }
 
-/// The one mapping from time-series errors to Timestream's exceptions and statuses.
-pub fn api_error(e: Error) -> ApiError {
+/// The one mapping from failures to Timestream's exceptions and HTTP statuses.
+pub fn api_error(e: OpError) -> ApiError {
+    match e {
+        OpError::Series(e) => series_error(e),
+        OpError::Sql(e) => sql_error(e),
+        OpError::Page(e @ results::PageError::Cancelled(_)) => {
+            ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
+        }
+        OpError::Page(e) => ApiError::validation(e.to_string()),
+        OpError::Request(m) => ApiError::validation(m),
+        e @ OpError::NotImplemented(_) => ApiError::validation(e.to_string()),
+        OpError::Result(m) => query_execution(m),
+        OpError::Internal(m) => internal(m),
+    }
+}
+
+fn query_execution(message: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "QueryExecutionException", message)
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalServerException",
+        message,
+    )
+}
+
+fn sql_error(e: almanac_sql::Error) -> ApiError {
+    use almanac_sql::Error as S;
+    match e {
+        S::Syntax {
+            message,
+            line,
+            column,
+        } if line > 0 => ApiError::validation(format!(
+            "line {line}:{column}: The query syntax is invalid: {message}"
+        )),
+        S::Syntax { message, .. } => {
+            ApiError::validation(format!("The query syntax is invalid: {message}"))
+        }
+        S::TableNotFound(name) => {
+            // DataFusion qualifies the name with Almanac's one catalog.
+            let catalog = format!("{}.", almanac_sql::catalog::CATALOG);
+            let name = name.strip_prefix(&catalog).unwrap_or(&name);
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "ResourceNotFoundException",
+                format!("Table {name} does not exist."),
+            )
+        }
+        S::Invalid(m) | S::Parameter(m) => ApiError::validation(m),
+        e @ S::Cancelled(_) => {
+            ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
+        }
+        S::ResourcesExhausted(m) => query_execution(m),
+        e @ S::Execution(_) => query_execution(e.to_string()),
+        e @ S::Store(_) => internal(e.to_string()),
+    }
+}
+
+fn series_error(e: Error) -> ApiError {
     match e {
         Error::Validation(m) => ApiError::validation(m),
         e @ Error::NotFound { .. } => ApiError::new(
@@ -112,30 +262,33 @@ pub fn api_error(e: Error) -> ApiError {
             err.extra = Some(("RejectedRecords", Json::Array(list)));
             err
         }
-        e @ (Error::Store(_) | Error::Corrupt(_)) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerException",
-            e.to_string(),
-        ),
+        e @ (Error::Store(_) | Error::Corrupt(_)) => internal(e.to_string()),
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The response, with `__type` in `namespace`.
+    fn into_response_in(self, namespace: &str) -> Response {
         let mut body = json!({
-            "__type": format!("{ERROR_NAMESPACE}#{}", self.name),
+            "__type": format!("{namespace}#{}", self.name),
             "Message": self.message,
             "message": self.message,
         });
         if let (Some((k, v)), Some(obj)) = (self.extra, body.as_object_mut()) {
             obj.insert(k.into(), v);
         }
-        json_response(self.status, &body)
+        json_response(self.status, body.to_string())
     }
 }
 
-fn json_response(status: StatusCode, body: &Json) -> Response {
-    let mut resp = (status, body.to_string()).into_response();
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.into_response_in(WRITE_ERROR_NAMESPACE)
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut resp = (status, body).into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     resp
@@ -148,36 +301,41 @@ fn region_of(headers: &HeaderMap) -> Option<String> {
     scope.split('/').nth(2).map(str::to_string)
 }
 
-fn dispatch(app: &App, op: &str, body: &[u8]) -> Result<Json, ApiError> {
+/// Runs a `timestream-write` operation (or DescribeEndpoints, which both services
+/// have), on the blocking pool.
+fn dispatch_write(app: &App, cx: &RequestContext, op: &str, body: &[u8]) -> Result<Json, OpError> {
     let req: wire::Request = if body.is_empty() {
         wire::Request::default()
     } else {
         serde_json::from_slice(body)
-            .map_err(|e| ApiError::validation(format!("Malformed request body: {e}")))?
+            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
     };
     use write_ops as w;
     let out = match op {
         "DescribeEndpoints" => Ok(w::describe_endpoints(app)),
-        "CreateDatabase" => w::create_database(app, &req),
-        "DescribeDatabase" => w::describe_database(app, &req),
-        "ListDatabases" => w::list_databases(app, &req),
-        "UpdateDatabase" => w::update_database(app, &req),
+        "CreateDatabase" => w::create_database(app, cx, &req),
+        "DescribeDatabase" => w::describe_database(app, cx, &req),
+        "ListDatabases" => w::list_databases(app, cx, &req),
+        "UpdateDatabase" => w::update_database(app, cx, &req),
         "DeleteDatabase" => w::delete_database(app, &req),
-        "CreateTable" => w::create_table(app, &req),
-        "DescribeTable" => w::describe_table(app, &req),
-        "ListTables" => w::list_tables(app, &req),
-        "UpdateTable" => w::update_table(app, &req),
+        "CreateTable" => w::create_table(app, cx, &req),
+        "DescribeTable" => w::describe_table(app, cx, &req),
+        "ListTables" => w::list_tables(app, cx, &req),
+        "UpdateTable" => w::update_table(app, cx, &req),
         "DeleteTable" => w::delete_table(app, &req),
         "WriteRecords" => w::write_records(app, req),
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "UnknownOperationException",
-                format!("Almanac does not implement the timestream-write operation {op}."),
-            ));
-        }
+        _ => return Err(OpError::NotImplemented(op.to_string())),
     };
-    out.map_err(api_error)
+    Ok(out?)
+}
+
+fn unknown_operation(message: String) -> Response {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "UnknownOperationException",
+        message,
+    )
+    .into_response()
 }
 
 async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
@@ -186,40 +344,41 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let Some((service, op)) = target.split_once('.') else {
-        return ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "UnknownOperationException",
-            format!("X-Amz-Target {target:?} does not name an operation."),
-        )
-        .into_response();
+        return unknown_operation(format!(
+            "X-Amz-Target {target:?} does not name an operation."
+        ));
     };
     if service != WRITE_TARGET {
-        return ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "UnknownOperationException",
-            format!("Almanac does not serve {service} (only {WRITE_TARGET}, timestream-write)."),
-        )
-        .into_response();
+        return unknown_operation(format!(
+            "Almanac does not serve {service} (only {WRITE_TARGET}: timestream-write and timestream-query)."
+        ));
+    }
+    let query_op = query_ops::QueryOp::named(op);
+    let cx = match RequestContext::from_headers(&headers) {
+        Ok(cx) => cx,
+        Err(e) if query_op.is_some() => {
+            return api_error(e).into_response_in(QUERY_ERROR_NAMESPACE);
+        }
+        Err(e) => return api_error(e).into_response(),
+    };
+    if let Some(query_op) = query_op {
+        return match query_ops::handle(&app, &cx, query_op, &body).await {
+            Ok(text) => json_response(StatusCode::OK, text),
+            Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
+        };
+    }
+    if !write_ops::OPERATIONS.contains(&op) {
+        return unknown_operation(format!(
+            "Almanac does not implement the Timestream operation {op}."
+        ));
     }
     let op = op.to_string();
-    let app = match region_of(&headers) {
-        Some(r) if r != app.region => Arc::new(App {
-            ts: Arc::clone(&app.ts),
-            sql: Arc::clone(&app.sql),
-            address: app.address.clone(),
-            region: r,
-        }),
-        _ => app,
-    };
-    match tokio::task::spawn_blocking(move || dispatch(&app, &op, &body)).await {
-        Ok(Ok(json)) => json_response(StatusCode::OK, &json),
-        Ok(Err(e)) => e.into_response(),
-        Err(join) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerException",
-            format!("handler failed: {join}"),
-        )
-        .into_response(),
+    match tokio::task::spawn_blocking(move || dispatch_write(&app, &cx, &op, &body)).await {
+        Ok(Ok(json)) => json_response(StatusCode::OK, json.to_string()),
+        Ok(Err(e)) => api_error(e).into_response(),
+        Err(join) => {
+            api_error(OpError::Internal(format!("handler failed: {join}"))).into_response()
+        }
     }
 }
 
@@ -235,7 +394,11 @@ pub async fn serve(
         ts,
         sql,
         address,
-        region: "us-east-1".into(),
+        results: Mutex::new(results::ResultCache::new(
+            results::Limits::default(),
+            results::random_seed(),
+        )),
+        query_slots: tokio::sync::Semaphore::new(query_ops::MAX_CONCURRENT_QUERIES),
     });
     let router = Router::new()
         .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))
@@ -243,4 +406,83 @@ pub async fn serve(
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests stop at the first surprise")]
+mod tests {
+    use super::*;
+
+    fn mapped(e: OpError) -> (u16, &'static str, String) {
+        let a = api_error(e);
+        (a.status.as_u16(), a.name, a.message)
+    }
+
+    #[test]
+    fn sql_errors_become_query_exceptions() {
+        let (status, name, message) = mapped(OpError::Sql(almanac_sql::Error::Syntax {
+            message: "Expected: an expression, found: )".into(),
+            line: 2,
+            column: 7,
+        }));
+        assert_eq!((status, name), (400, "ValidationException"));
+        assert!(message.starts_with("line 2:7: "), "{message}");
+        assert!(message.ends_with("found: )"), "{message}");
+        let (status, name, message) = mapped(OpError::Sql(almanac_sql::Error::TableNotFound(
+            "almanac.weather.balloons".into(),
+        )));
+        assert_eq!((status, name), (404, "ResourceNotFoundException"));
+        assert_eq!(message, "Table weather.balloons does not exist.");
+        let (status, name, _) = mapped(OpError::Sql(almanac_sql::Error::Execution(
+            "Arrow error: Divide by zero error".into(),
+        )));
+        assert_eq!((status, name), (400, "QueryExecutionException"));
+        let (status, name, _) = mapped(OpError::Sql(almanac_sql::Error::Store("io".into())));
+        assert_eq!((status, name), (500, "InternalServerException"));
+    }
+
+    #[test]
+    fn page_errors_become_validation_or_conflict() {
+        let (_, name, message) = mapped(OpError::Page(results::PageError::Cancelled("Q1".into())));
+        assert_eq!(name, "ConflictException");
+        assert!(
+            message.contains("Q1") && message.contains("cancelled"),
+            "{message}"
+        );
+        let (_, name, _) = mapped(OpError::Page(results::PageError::Superseded));
+        assert_eq!(name, "ValidationException");
+        let (_, name, message) = mapped(OpError::NotImplemented("PrepareQuery".into()));
+        assert_eq!(name, "ValidationException");
+        assert!(message.contains("PrepareQuery"), "{message}");
+    }
+
+    #[test]
+    fn request_context_reads_region_and_instance() {
+        let mut h = HeaderMap::new();
+        assert_eq!(
+            RequestContext::from_headers(&h).unwrap(),
+            RequestContext {
+                region: DEFAULT_REGION.into(),
+                instance: None
+            }
+        );
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=x/20250101/eu-west-1/timestream/aws4_request, SignedHeaders=host, Signature=0",
+            ),
+        );
+        h.insert(
+            INSTANCE_HEADER,
+            HeaderValue::from_static("projects/p/instances/i"),
+        );
+        let cx = RequestContext::from_headers(&h).unwrap();
+        assert_eq!(cx.region, "eu-west-1");
+        assert_eq!(cx.instance.as_deref(), Some("projects/p/instances/i"));
+        h.insert(INSTANCE_HEADER, HeaderValue::from_static("instances/i"));
+        assert!(matches!(
+            RequestContext::from_headers(&h),
+            Err(OpError::Request(m)) if m.contains(INSTANCE_HEADER)
+        ));
+    }
 }

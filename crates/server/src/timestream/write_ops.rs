@@ -6,8 +6,24 @@ use almanac_timeseries::limits::MAX_LIST_RESULTS;
 use almanac_timeseries::{Error, NewTable, Record, Result};
 use serde_json::{Value as Json, json};
 
-use super::App;
 use super::wire::{self, Request};
+use super::{App, RequestContext};
+
+/// The operations of `timestream-write` served here.
+pub const OPERATIONS: [&str; 12] = [
+    "DescribeEndpoints",
+    "CreateDatabase",
+    "DescribeDatabase",
+    "ListDatabases",
+    "UpdateDatabase",
+    "DeleteDatabase",
+    "CreateTable",
+    "DescribeTable",
+    "ListTables",
+    "UpdateTable",
+    "DeleteTable",
+    "WriteRecords",
+];
 
 fn required<'a>(v: &'a Option<String>, member: &str) -> Result<&'a str> {
     v.as_deref()
@@ -31,28 +47,28 @@ pub fn describe_endpoints(app: &App) -> Json {
 }
 
 /// `CreateDatabase`.
-pub fn create_database(app: &App, req: &Request) -> Result<Json> {
+pub fn create_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let d = app.ts.create_database(name, req.kms_key_id.clone())?;
-    Ok(json!({ "Database": wire::database(&d, &app.region) }))
+    Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
 /// `DescribeDatabase`.
-pub fn describe_database(app: &App, req: &Request) -> Result<Json> {
+pub fn describe_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let d = app
         .ts
         .describe_database(required(&req.database_name, "DatabaseName")?)?;
-    Ok(json!({ "Database": wire::database(&d, &app.region) }))
+    Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
 /// `ListDatabases`: NextToken is the last name of the previous page.
-pub fn list_databases(app: &App, req: &Request) -> Result<Json> {
+pub fn list_databases(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let max = page_size(req)?;
     let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1);
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({
-        "Databases": page.iter().map(|d| wire::database(d, &app.region)).collect::<Vec<_>>(),
+        "Databases": page.iter().map(|d| wire::database(d, &cx.region)).collect::<Vec<_>>(),
     });
     if more && let (Some(last), Some(obj)) = (page.last(), out.as_object_mut()) {
         obj.insert("NextToken".into(), json!(last.name));
@@ -61,11 +77,11 @@ pub fn list_databases(app: &App, req: &Request) -> Result<Json> {
 }
 
 /// `UpdateDatabase`.
-pub fn update_database(app: &App, req: &Request) -> Result<Json> {
+pub fn update_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let key = required(&req.kms_key_id, "KmsKeyId")?;
     let d = app.ts.update_database(name, key.to_string())?;
-    Ok(json!({ "Database": wire::database(&d, &app.region) }))
+    Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
 /// `DeleteDatabase`.
@@ -77,7 +93,7 @@ pub fn delete_database(app: &App, req: &Request) -> Result<Json> {
 
 /// `CreateTable`: tags `almanac:layout`, `almanac:bucket`, `almanac:reverse-time`
 /// choose the storage pattern.
-pub fn create_table(app: &App, req: &Request) -> Result<Json> {
+pub fn create_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let layout = Layout::from_tags(req.tags.iter().map(|t| (t.key.as_str(), t.value.as_str())))?;
@@ -92,21 +108,21 @@ pub fn create_table(app: &App, req: &Request) -> Result<Json> {
         partition_key: req.schema.clone(),
     };
     let t = app.ts.create_table(db, name, new)?;
-    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
+    Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
 }
 
 /// `DescribeTable`.
-pub fn describe_table(app: &App, req: &Request) -> Result<Json> {
+pub fn describe_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let t = app
         .ts
         .describe_table(db, required(&req.table_name, "TableName")?)?;
-    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
+    Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
 }
 
 /// `ListTables` of one database, or of all when DatabaseName is absent. NextToken is
 /// `database/table` of the previous page's last table.
-pub fn list_tables(app: &App, req: &Request) -> Result<Json> {
+pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let max = page_size(req)?;
     let after = match req.next_token.as_deref() {
         None => None,
@@ -121,7 +137,7 @@ pub fn list_tables(app: &App, req: &Request) -> Result<Json> {
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({
-        "Tables": page.iter().map(|t| wire::table(t, &app.region, app.ts.store().instance())).collect::<Vec<_>>(),
+        "Tables": page.iter().map(|t| wire::table(t, &cx.region, app.ts.store().instance())).collect::<Vec<_>>(),
     });
     if more && let (Some(last), Some(obj)) = (page.last(), out.as_object_mut()) {
         obj.insert(
@@ -133,7 +149,7 @@ pub fn list_tables(app: &App, req: &Request) -> Result<Json> {
 }
 
 /// `UpdateTable`.
-pub fn update_table(app: &App, req: &Request) -> Result<Json> {
+pub fn update_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let t = app.ts.update_table(
@@ -142,7 +158,7 @@ pub fn update_table(app: &App, req: &Request) -> Result<Json> {
         req.retention_properties.map(Into::into),
         req.magnetic_store_write_properties.clone().map(Into::into),
     )?;
-    Ok(json!({ "Table": wire::table(&t, &app.region, app.ts.store().instance()) }))
+    Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
 }
 
 /// `DeleteTable`.

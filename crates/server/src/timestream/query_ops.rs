@@ -1,0 +1,274 @@
+//! The operations of `timestream-query`.
+//!
+//! `Query`, step by step:
+//! 1. The members are checked: `QueryString` (1..=[`MAX_QUERY_STRING_BYTES`]),
+//!    `MaxRows` (1..=[`MAX_ROWS`]; without it a page holds what fits in
+//!    [`MAX_PAGE_BYTES`]), `ClientToken` (32..=128 characters, otherwise unused: every
+//!    call without `NextToken` runs the query anew).
+//! 2. With a `NextToken`, the page comes from the [`results`](super::results) cache
+//!    and nothing runs.
+//! 3. Otherwise [`almanac_sql::SqlEngine`] plans the query in the request's scope
+//!    (`"db"."table"` names are time-series tables; bare names are the Bigtable tables
+//!    of [`INSTANCE_HEADER`](super::INSTANCE_HEADER) when given) and streams it; every
+//!    row is encoded as a `Row` as it arrives ([`query_wire`]). A result larger than
+//!    [`MAX_RESULT_BYTES`] fails rather than fill the memory; at most
+//!    [`MAX_CONCURRENT_QUERIES`] run at once, the others wait. Unlike the service
+//!    (60 s), queries have no time limit.
+//! 4. The first page is answered; the rest wait in the cache under the `NextToken`.
+//!
+//! `QueryStatus` says `ProgressPercentage` 100 (a query has finished by its first
+//! page) and 0 bytes scanned and metered: storage counts rows and cells, not bytes.
+//! Those counts come in an extra member, `Almanac` (`RowsRead`, `CellsRead`,
+//! `RowsProduced`, `ResultRows`), which SDKs ignore.
+//!
+//! `CancelQuery` drops a query's waiting pages; it is idempotent, and a token of a
+//! cancelled query then fails with `ConflictException` (the model's "unable to poll
+//! results for a cancelled query"). The other operations of the service (scheduled
+//! queries, `PrepareQuery`, account settings, tags) answer a `ValidationException`
+//! naming the operation.
+
+use std::time::Instant;
+
+use almanac_sql::Scope;
+use serde_json::json;
+use tokio_stream::StreamExt;
+
+use super::query_wire::{self, QueryRequest};
+use super::results::{Ended, Header, Page, Rows};
+use super::{App, OpError, RequestContext};
+
+/// Largest `QueryString`, per the service model.
+pub const MAX_QUERY_STRING_BYTES: usize = 256 * 1024;
+/// Largest `MaxRows`, per the service model.
+pub const MAX_ROWS: i64 = 1000;
+/// Rows of a page stay under this many bytes of JSON: the service pages at 1 MB.
+pub const MAX_PAGE_BYTES: usize = 1024 * 1024;
+/// Largest result a query may produce (encoded rows): the whole result is held in
+/// memory for its pages, so a runaway `SELECT *` fails instead of exhausting it.
+pub const MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
+/// Queries running at once; more wait their turn. With [`MAX_RESULT_BYTES`] this
+/// bounds the memory of results being built (8 × 64 MiB).
+pub const MAX_CONCURRENT_QUERIES: usize = 8;
+/// `ClientToken` length bounds, per the service model.
+const CLIENT_TOKEN_CHARS: std::ops::RangeInclusive<usize> = 32..=128;
+
+/// A `timestream-query` operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryOp {
+    /// `Query`.
+    Query,
+    /// `CancelQuery`.
+    CancelQuery,
+    /// An operation of the service Almanac does not implement.
+    NotImplemented(&'static str),
+}
+
+/// Operations of `timestream-query` (and tagging, shared with `timestream-write`)
+/// that answer "not implemented".
+const NOT_IMPLEMENTED: [&str; 12] = [
+    "CreateScheduledQuery",
+    "DeleteScheduledQuery",
+    "DescribeScheduledQuery",
+    "ExecuteScheduledQuery",
+    "ListScheduledQueries",
+    "UpdateScheduledQuery",
+    "PrepareQuery",
+    "DescribeAccountSettings",
+    "UpdateAccountSettings",
+    "ListTagsForResource",
+    "TagResource",
+    "UntagResource",
+];
+
+impl QueryOp {
+    /// The query operation named `op`, if it is one (`DescribeEndpoints` is served
+    /// by the write side for both).
+    pub fn named(op: &str) -> Option<Self> {
+        match op {
+            "Query" => Some(Self::Query),
+            "CancelQuery" => Some(Self::CancelQuery),
+            _ => NOT_IMPLEMENTED
+                .iter()
+                .find(|n| **n == op)
+                .map(|n| Self::NotImplemented(n)),
+        }
+    }
+}
+
+/// Runs `op`; the answer is the response body.
+pub async fn handle(
+    app: &App,
+    cx: &RequestContext,
+    op: QueryOp,
+    body: &[u8],
+) -> Result<String, OpError> {
+    let req: QueryRequest = if body.is_empty() {
+        QueryRequest::default()
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
+    };
+    match op {
+        QueryOp::Query => query(app, cx, &req).await,
+        QueryOp::CancelQuery => cancel_query(app, &req),
+        QueryOp::NotImplemented(name) => Err(OpError::NotImplemented(name.to_string())),
+    }
+}
+
+/// `MaxRows`: rows per page, or unbounded (the byte cap still applies).
+fn page_rows(max_rows: Option<i64>) -> Result<usize, OpError> {
+    match max_rows {
+        None => Ok(usize::MAX),
+        Some(n) if (1..=MAX_ROWS).contains(&n) => Ok(n as usize),
+        Some(n) => Err(OpError::Request(format!(
+            "MaxRows {n} is outside [1, {MAX_ROWS}]."
+        ))),
+    }
+}
+
+fn query_string(req: &QueryRequest) -> Result<&str, OpError> {
+    let sql = req
+        .query_string
+        .as_deref()
+        .ok_or_else(|| OpError::Request("Missing required member QueryString.".into()))?;
+    if sql.is_empty() || sql.len() > MAX_QUERY_STRING_BYTES {
+        return Err(OpError::Request(format!(
+            "QueryString is {} bytes; it must be 1 to {MAX_QUERY_STRING_BYTES}.",
+            sql.len()
+        )));
+    }
+    Ok(sql)
+}
+
+/// `Query`.
+pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result<String, OpError> {
+    let sql = query_string(req)?;
+    let max_rows = page_rows(req.max_rows)?;
+    if let Some(t) = &req.client_token
+        && !CLIENT_TOKEN_CHARS.contains(&t.chars().count())
+    {
+        return Err(OpError::Request(format!(
+            "ClientToken must be {} to {} characters.",
+            CLIENT_TOKEN_CHARS.start(),
+            CLIENT_TOKEN_CHARS.end()
+        )));
+    }
+    if let Some(token) = &req.next_token {
+        let page = app
+            .results()
+            .page(token, sql, max_rows, MAX_PAGE_BYTES, Instant::now())?;
+        return Ok(render(&page));
+    }
+
+    // Held until the result is encoded: bounds the memory of results in the making.
+    let _slot = app
+        .query_slots
+        .acquire()
+        .await
+        .map_err(|e| OpError::Internal(format!("query slots: {e}")))?;
+    let scope = Scope {
+        instance: cx.instance.clone(),
+    };
+    let prepared = app.sql.prepare(sql, &scope, None).await?;
+    let columns = query_wire::column_infos(&prepared.schema).map_err(OpError::Result)?;
+    let (mut stream, counters) = prepared.stream().await?;
+    let mut rows = Rows::default();
+    let mut row = String::new();
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(almanac_sql::Error::from)?;
+        let arrays = query_wire::decoded_columns(&batch).map_err(OpError::Result)?;
+        for i in 0..batch.num_rows() {
+            row.clear();
+            query_wire::push_row(&mut row, &arrays, i).map_err(OpError::Result)?;
+            if row.len() > MAX_PAGE_BYTES {
+                return Err(OpError::Result(
+                    "Query aborted as max page response size has been exceeded by the output result row.".into(),
+                ));
+            }
+            if rows.bytes() + row.len() > MAX_RESULT_BYTES {
+                return Err(OpError::Result(format!(
+                    "The result exceeds {MAX_RESULT_BYTES} bytes, the most Almanac keeps for pagination; add a LIMIT or narrow the query."
+                )));
+            }
+            rows.push(&row);
+        }
+    }
+    let scan = counters.totals();
+    let extension = json!({
+        "RowsRead": scan.rows_read,
+        "CellsRead": scan.cells_read,
+        "RowsProduced": scan.rows_produced,
+        "ResultRows": rows.len(),
+    });
+
+    let mut cache = app.results();
+    let header = Header {
+        query_id: cache.new_query_id(),
+        columns: columns.to_string().into(),
+        extension: format!("\"Almanac\":{extension}").into(),
+    };
+    let end = rows.page_end(0, max_rows, MAX_PAGE_BYTES);
+    let first = rows.slice(0, end).to_string();
+    let next_token = if end < rows.len() {
+        let token = cache
+            .insert(header.clone(), sql, rows, end, Instant::now())
+            .map_err(|bytes| {
+                OpError::Result(format!(
+                    "The result needs {bytes} bytes, more than the results cache holds; add a LIMIT or narrow the query."
+                ))
+            })?;
+        Some(token)
+    } else {
+        cache.finished(&header.query_id);
+        None
+    };
+    drop(cache);
+    Ok(render(&Page {
+        header,
+        rows: first,
+        row_count: end,
+        next_token,
+    }))
+}
+
+/// The `QueryResponse` JSON of a page.
+fn render(page: &Page) -> String {
+    let h = &page.header;
+    let mut out = String::with_capacity(page.rows.len() + h.columns.len() + 256);
+    out.push_str("{\"QueryId\":");
+    out.push_str(&json!(h.query_id).to_string());
+    out.push_str(",\"Rows\":[");
+    out.push_str(&page.rows);
+    out.push_str("],\"ColumnInfo\":");
+    out.push_str(&h.columns);
+    out.push_str(
+        ",\"QueryStatus\":{\"ProgressPercentage\":100.0,\"CumulativeBytesScanned\":0,\"CumulativeBytesMetered\":0}",
+    );
+    if let Some(t) = &page.next_token {
+        out.push_str(",\"NextToken\":");
+        out.push_str(&json!(t).to_string());
+    }
+    if !h.extension.is_empty() {
+        out.push(',');
+        out.push_str(&h.extension);
+    }
+    out.push('}');
+    out
+}
+
+/// `CancelQuery`.
+pub fn cancel_query(app: &App, req: &QueryRequest) -> Result<String, OpError> {
+    let id = req
+        .query_id
+        .as_deref()
+        .ok_or_else(|| OpError::Request("Missing required member QueryId.".into()))?;
+    let message = match app.results().cancel(id, Instant::now())? {
+        None => format!("Query {id} was cancelled; its remaining pages were dropped."),
+        Some(Ended::Cancelled) => format!("Query {id} has already been cancelled."),
+        Some(how) => format!(
+            "Query {id} had already finished (its results {}); nothing to cancel.",
+            how.reason()
+        ),
+    };
+    Ok(json!({ "CancellationMessage": message }).to_string())
+}
