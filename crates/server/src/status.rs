@@ -1,4 +1,5 @@
-//! The one place where errors become gRPC statuses.
+//! The one place where errors become gRPC statuses: the engine's ([`to_status`]) and
+//! SQL's ([`sql_status`]).
 
 use almanac_engine::Error;
 use tonic::{Code, Status};
@@ -15,6 +16,36 @@ pub fn to_status(e: &Error) -> Status {
         Error::Corrupt(_) => Code::DataLoss,
     };
     Status::new(code, e.to_string())
+}
+
+/// Maps a SQL error (PrepareQuery, ExecuteQuery) to the status Cloud Bigtable returns
+/// for the same fault. Syntax errors keep their line and column in the message.
+pub fn sql_status(e: &almanac_sql::Error) -> Status {
+    use almanac_sql::Error as E;
+    let code = match e {
+        E::Syntax { .. } | E::Invalid(_) | E::Parameter(_) => Code::InvalidArgument,
+        E::TableNotFound(_) => Code::NotFound,
+        E::ResourcesExhausted(_) => Code::ResourceExhausted,
+        E::Cancelled(_) => Code::Cancelled,
+        // Not UNAVAILABLE: clients retry that, and a failing read would fail again.
+        E::Store(_) | E::Execution(_) => Code::Internal,
+    };
+    let message = match e {
+        E::TableNotFound(name) => format!("table {} does not exist", bigtable_name(name)),
+        other => other.to_string(),
+    };
+    Status::new(code, message)
+}
+
+/// DataFusion names a missing bare table with the catalog and schema it looked in
+/// (`almanac.bigtable.t`); a Bigtable client knows it as `t`.
+fn bigtable_name(name: &str) -> &str {
+    let prefix = format!(
+        "{}.{}.",
+        almanac_sql::catalog::CATALOG,
+        almanac_sql::catalog::BIGTABLE_SCHEMA
+    );
+    name.strip_prefix(prefix.as_str()).unwrap_or(name)
 }
 
 /// The engine error as a `google.rpc.Status` (for MutateRows per-entry results).
@@ -41,5 +72,34 @@ pub trait IntoStatus<T> {
 impl<T> IntoStatus<T> for Result<T, Error> {
     fn status(self) -> Result<T, Status> {
         self.map_err(|e| to_status(&e))
+    }
+}
+
+impl<T> IntoStatus<T> for Result<T, almanac_sql::Error> {
+    fn status(self) -> Result<T, Status> {
+        self.map_err(|e| sql_status(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_errors() {
+        let syntax = sql_status(&almanac_sql::Error::Syntax {
+            message: "Expected: an expression".into(),
+            line: 1,
+            column: 8,
+        });
+        assert_eq!(syntax.code(), Code::InvalidArgument);
+        assert!(syntax.message().contains("line 1, column 8"));
+        let missing = sql_status(&almanac_sql::Error::TableNotFound(
+            "almanac.bigtable.nope".into(),
+        ));
+        assert_eq!(missing.code(), Code::NotFound);
+        assert_eq!(missing.message(), "table nope does not exist");
+        let ts = sql_status(&almanac_sql::Error::TableNotFound("db.t".into()));
+        assert_eq!(ts.message(), "table db.t does not exist");
     }
 }
