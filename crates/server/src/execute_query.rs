@@ -38,6 +38,8 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ParamValues;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -77,6 +79,7 @@ pub async fn prepare_query(
         .prepare(&req.query, &Scope::instance(instance.clone()), params)
         .await
         .status()?;
+    check_declared(&req.query, &param_types)?;
     let metadata = metadata(&prepared.schema)?;
     let token = PreparedQuery {
         instance,
@@ -127,6 +130,9 @@ pub async fn execute_query(
         .prepare(&query, &Scope::instance(instance), params)
         .await
         .status()?;
+    if prepared_crc.is_none() {
+        check_declared(&query, &param_types)?;
+    }
     let metadata = metadata(&prepared.schema)?;
     if prepared_crc.is_some_and(|crc| crc != crc32c::checksum(&metadata.encode_to_vec())) {
         return Err(Status::failed_precondition(
@@ -152,6 +158,27 @@ fn check_text(query: &str) -> Result<(), Status> {
             "query is {} bytes, more than the {MAX_QUERY_BYTES} allowed",
             query.len()
         )));
+    }
+    Ok(())
+}
+
+/// Refuses a query that uses a parameter with no declared type. DataFusion would plan
+/// it and only fail once run, as an internal error.
+fn check_declared(query: &str, types: &BTreeMap<String, pb::Type>) -> Result<(), Status> {
+    let text = almanac_sql::rewrite::rewrite(query).status()?;
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, &text).tokenize() else {
+        // The query was planned, so it tokenizes; if not, the planner has spoken.
+        return Ok(());
+    };
+    for token in tokens {
+        if let Token::Placeholder(p) = token {
+            let name = p.strip_prefix('$').unwrap_or(&p);
+            if !types.contains_key(name) {
+                return Err(invalid(format!(
+                    "query parameter @{name} has no declared type (param_types)"
+                )));
+            }
+        }
     }
     Ok(())
 }

@@ -30,22 +30,7 @@ pub fn sql_status(e: &almanac_sql::Error) -> Status {
         // Not UNAVAILABLE: clients retry that, and a failing read would fail again.
         E::Store(_) | E::Execution(_) => Code::Internal,
     };
-    let message = match e {
-        E::TableNotFound(name) => format!("table {} does not exist", bigtable_name(name)),
-        other => other.to_string(),
-    };
-    Status::new(code, message)
-}
-
-/// DataFusion names a missing bare table with the catalog and schema it looked in
-/// (`almanac.bigtable.t`); a Bigtable client knows it as `t`.
-fn bigtable_name(name: &str) -> &str {
-    let prefix = format!(
-        "{}.{}.",
-        almanac_sql::catalog::CATALOG,
-        almanac_sql::catalog::BIGTABLE_SCHEMA
-    );
-    name.strip_prefix(prefix.as_str()).unwrap_or(name)
+    Status::new(code, e.to_string())
 }
 
 /// The engine error as a `google.rpc.Status` (for MutateRows per-entry results).
@@ -94,12 +79,8 @@ mod tests {
         });
         assert_eq!(syntax.code(), Code::InvalidArgument);
         assert!(syntax.message().contains("line 1, column 8"));
-        let missing = sql_status(&almanac_sql::Error::TableNotFound(
-            "almanac.bigtable.nope".into(),
-        ));
+        let missing = sql_status(&almanac_sql::Error::TableNotFound("nope".into()));
         assert_eq!(missing.code(), Code::NotFound);
         assert_eq!(missing.message(), "table nope does not exist");
-        let ts = sql_status(&almanac_sql::Error::TableNotFound("db.t".into()));
-        assert_eq!(ts.message(), "table db.t does not exist");
     }
 }
