@@ -24,10 +24,10 @@
 //! The deprecated form (`query` instead of `prepared_query`, parameter types taken from
 //! the values) also works; its stream starts with the `metadata` response.
 
-mod frames;
-mod token;
-mod types;
-mod values;
+pub mod frames;
+pub mod token;
+pub mod types;
+pub mod values;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};

@@ -88,47 +88,35 @@ pub fn column_values(column: &dyn Array) -> Result<Vec<pb::Value>, Status> {
         D::List(_) => {
             let list = column.as_list_opt::<i32>().ok_or_else(mismatch)?;
             let elements = column_values(list.values().as_ref())?;
-            let offsets = list.value_offsets();
-            (0..list.len())
-                .map(|i| {
-                    if list.is_null(i) {
-                        return value(None);
-                    }
-                    let range = offsets[i] as usize..offsets[i + 1] as usize;
-                    array_value(elements[range].to_vec())
-                })
-                .collect()
+            nest(list.value_offsets(), elements, |i| list.is_null(i))
         }
         D::Map(_, _) => {
             let map = column.as_map_opt().ok_or_else(mismatch)?;
             let keys = column_values(map.keys().as_ref())?;
             let values = column_values(map.values().as_ref())?;
-            let offsets = map.value_offsets();
-            (0..map.len())
-                .map(|i| {
-                    if map.is_null(i) {
-                        return value(None);
-                    }
-                    let entries = (offsets[i] as usize..offsets[i + 1] as usize)
-                        .map(|e| array_value(vec![keys[e].clone(), values[e].clone()]))
-                        .collect();
-                    array_value(entries)
-                })
-                .collect()
+            let entries = keys
+                .into_iter()
+                .zip(values)
+                .map(|(k, v)| array_value(vec![k, v]))
+                .collect();
+            nest(map.value_offsets(), entries, |i| map.is_null(i))
         }
         D::Struct(_) => {
             let strukt = column.as_struct_opt().ok_or_else(mismatch)?;
-            let fields = strukt
+            let mut fields = strukt
                 .columns()
                 .iter()
-                .map(|c| column_values(c.as_ref()))
+                .map(|c| column_values(c.as_ref()).map(Vec::into_iter))
                 .collect::<Result<Vec<_>, _>>()?;
             (0..strukt.len())
                 .map(|i| {
+                    let row = fields.iter_mut().map(|f| f.next().unwrap_or_default());
+                    let row: Vec<pb::Value> = row.collect();
                     if strukt.is_null(i) {
-                        return value(None);
+                        value(None)
+                    } else {
+                        array_value(row)
                     }
-                    array_value(fields.iter().map(|f| f[i].clone()).collect())
                 })
                 .collect()
         }
@@ -138,6 +126,30 @@ pub fn column_values(column: &dyn Array) -> Result<Vec<pb::Value>, Status> {
             )));
         }
     })
+}
+
+/// One ARRAY value per row of a list-like column: row `i` holds `children` from
+/// `offsets[i]` to `offsets[i + 1]`; a NULL row is a NULL value. Offsets only grow, so
+/// the children are moved out in one pass, not cloned.
+fn nest(
+    offsets: &[i32],
+    children: Vec<pb::Value>,
+    is_null: impl Fn(usize) -> bool,
+) -> Vec<pb::Value> {
+    let first = offsets.first().map_or(0, |&o| o as usize);
+    let mut children = children.into_iter().skip(first);
+    offsets
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            let items: Vec<pb::Value> = children.by_ref().take((w[1] - w[0]) as usize).collect();
+            if is_null(i) {
+                value(None)
+            } else {
+                array_value(items)
+            }
+        })
+        .collect()
 }
 
 /// Values of an array whose `iter()` yields `Option<T>`, NULL where it yields `None`.

@@ -112,6 +112,22 @@ fn lists_and_structs() {
             value(None),
         ]
     );
+    // A slice starts at a later offset.
+    let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1)]),
+        Some(vec![Some(2), Some(3)]),
+        Some(vec![]),
+    ]);
+    assert_eq!(
+        column_values(&list.slice(1, 2)).unwrap(),
+        vec![
+            array_value(vec![
+                value(Some(Kind::IntValue(2))),
+                value(Some(Kind::IntValue(3)))
+            ]),
+            array_value(vec![]),
+        ]
+    );
     let strukt = StructArray::from(vec![
         (
             Arc::new(Field::new("s", DataType::Utf8, true)),
