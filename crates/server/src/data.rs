@@ -3,7 +3,8 @@
 //! Every handler: parse the table name, convert the request ([`crate::convert`]),
 //! run the engine call, and map errors through [`crate::status`]. ReadRows answers
 //! point reads on the async worker and streams scans from the blocking pool
-//! ([`crate::read_rows`]).
+//! ([`crate::read_rows`]); PrepareQuery and ExecuteQuery run SQL
+//! ([`crate::execute_query`]).
 
 use almanac_api::google::bigtable::v2 as pb;
 use almanac_api::google::bigtable::v2::bigtable_server::Bigtable;
@@ -25,7 +26,6 @@ pub struct DataService {
     engine: Engine,
     committer: Committer,
     /// SQL for PrepareQuery / ExecuteQuery.
-    #[allow(dead_code)]
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
 }
 
@@ -304,20 +304,20 @@ impl Bigtable for DataService {
 
     async fn prepare_query(
         &self,
-        _request: Request<pb::PrepareQueryRequest>,
+        request: Request<pb::PrepareQueryRequest>,
     ) -> Result<Response<pb::PrepareQueryResponse>, Status> {
-        Err(Status::unimplemented(
-            "PrepareQuery (SQL) is not implemented by Almanac yet",
-        ))
+        let now = std::time::SystemTime::now();
+        let prepared =
+            crate::execute_query::prepare_query(&self.sql, request.into_inner(), now).await?;
+        Ok(Response::new(prepared))
     }
 
     async fn execute_query(
         &self,
-        _request: Request<pb::ExecuteQueryRequest>,
+        request: Request<pb::ExecuteQueryRequest>,
     ) -> Result<Response<BoxStream<pb::ExecuteQueryResponse>>, Status> {
-        Err(Status::unimplemented(
-            "ExecuteQuery (SQL) is not implemented by Almanac yet",
-        ))
+        let stream = crate::execute_query::execute_query(&self.sql, request.into_inner()).await?;
+        Ok(Response::new(stream))
     }
 
     async fn generate_initial_change_stream_partitions(

@@ -13,8 +13,11 @@
 //!    ([`read_rows`]); writes go to the committer thread, which applies them in
 //!    groups and answers after one fsync per group ([`committer`]); admin calls run
 //!    on the blocking pool.
-//! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]).
-//! 5. Engine errors become gRPC statuses in exactly one place ([`status`]); RPCs
+//!    PrepareQuery / ExecuteQuery plan and stream SQL through [`almanac_sql`]
+//!    ([`execute_query`]).
+//! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]),
+//!    ExecuteQuery frames them into checksummed `ProtoRows` batches.
+//! 5. Engine and SQL errors become gRPC statuses in exactly one place ([`status`]); RPCs
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
 
 pub mod admin;
@@ -22,7 +25,9 @@ pub mod chunks;
 pub mod coalesce;
 pub mod committer;
 pub mod convert;
+pub mod crc32c;
 pub mod data;
+pub mod execute_query;
 pub mod instance;
 pub mod names;
 pub mod read_rows;

@@ -1,4 +1,5 @@
-//! The one place where errors become gRPC statuses.
+//! The one place where errors become gRPC statuses: the engine's ([`to_status`]) and
+//! SQL's ([`sql_status`]).
 
 use almanac_engine::Error;
 use tonic::{Code, Status};
@@ -13,6 +14,21 @@ pub fn to_status(e: &Error) -> Status {
         Error::Precondition(_) => Code::FailedPrecondition,
         Error::Storage(_) => Code::Unavailable,
         Error::Corrupt(_) => Code::DataLoss,
+    };
+    Status::new(code, e.to_string())
+}
+
+/// Maps a SQL error (PrepareQuery, ExecuteQuery) to the status Cloud Bigtable returns
+/// for the same fault. Syntax errors keep their line and column in the message.
+pub fn sql_status(e: &almanac_sql::Error) -> Status {
+    use almanac_sql::Error as E;
+    let code = match e {
+        E::Syntax { .. } | E::Invalid(_) | E::Parameter(_) => Code::InvalidArgument,
+        E::TableNotFound(_) => Code::NotFound,
+        E::ResourcesExhausted(_) => Code::ResourceExhausted,
+        E::Cancelled(_) => Code::Cancelled,
+        // Not UNAVAILABLE: clients retry that, and a failing read would fail again.
+        E::Store(_) | E::Execution(_) => Code::Internal,
     };
     Status::new(code, e.to_string())
 }
@@ -41,5 +57,30 @@ pub trait IntoStatus<T> {
 impl<T> IntoStatus<T> for Result<T, Error> {
     fn status(self) -> Result<T, Status> {
         self.map_err(|e| to_status(&e))
+    }
+}
+
+impl<T> IntoStatus<T> for Result<T, almanac_sql::Error> {
+    fn status(self) -> Result<T, Status> {
+        self.map_err(|e| sql_status(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_errors() {
+        let syntax = sql_status(&almanac_sql::Error::Syntax {
+            message: "Expected: an expression".into(),
+            line: 1,
+            column: 8,
+        });
+        assert_eq!(syntax.code(), Code::InvalidArgument);
+        assert!(syntax.message().contains("line 1, column 8"));
+        let missing = sql_status(&almanac_sql::Error::TableNotFound("nope".into()));
+        assert_eq!(missing.code(), Code::NotFound);
+        assert_eq!(missing.message(), "table nope does not exist");
     }
 }
