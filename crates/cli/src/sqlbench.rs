@@ -95,7 +95,7 @@ fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> any
             ts.write_records(DATABASE, TABLE, None, &batch)?;
             rows += batch.len() as u64;
             batch.clear();
-            if rows % 200_000 == 0 {
+            if rows.is_multiple_of(200_000) {
                 eprint!("\rloaded {rows} of {} records", spec.rows());
             }
         }

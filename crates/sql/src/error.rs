@@ -95,6 +95,7 @@ fn classify(e: DataFusionError) -> Error {
             Err(other) => Error::Execution(other.to_string()),
         },
         DataFusionError::ExecutionJoin(e) => Error::Execution(e.to_string()),
+        DataFusionError::Execution(m) if m.starts_with("Placeholder") => Error::Parameter(m),
         other => Error::Execution(other.to_string()),
     }
 }

@@ -185,7 +185,10 @@ impl SqlEngine {
             .with_allow_ddl(false)
             .with_allow_dml(false)
             .with_allow_statements(false);
-        let mut frame = ctx.sql_with_options(&sql, options).await?;
+        let mut frame = ctx
+            .sql_with_options(&sql, options)
+            .await
+            .map_err(|e| at_end_if_unplaced(Error::from(e), &sql))?;
         if let Some(p) = params {
             frame = frame.with_param_values(p)?;
         }
@@ -200,5 +203,27 @@ impl SqlEngine {
     /// Plans and runs `sql` to the end.
     pub async fn query(&self, sql: &str, scope: &Scope) -> Result<QueryOutput> {
         self.prepare(sql, scope, None).await?.collect().await
+    }
+}
+
+/// The parser gives no position for an error at the end of the text ("found: EOF");
+/// point just past the last character.
+fn at_end_if_unplaced(e: Error, sql: &str) -> Error {
+    match e {
+        Error::Syntax {
+            message,
+            line: 0,
+            column: 0,
+        } => {
+            let trimmed = sql.trim_end();
+            let line = trimmed.lines().count().max(1) as u64;
+            let column = trimmed.lines().last().map_or(0, |l| l.chars().count()) as u64 + 1;
+            Error::Syntax {
+                message,
+                line,
+                column,
+            }
+        }
+        other => other,
     }
 }

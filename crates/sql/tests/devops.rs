@@ -2,7 +2,6 @@
 //! naive evaluation over the raw records, on every storage pattern.
 #![expect(
     clippy::panic,
-    clippy::expect_used,
     reason = "a test should stop loudly at the first surprise"
 )]
 

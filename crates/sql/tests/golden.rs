@@ -4,11 +4,6 @@
 //! results, errors and storage counters (rows and cells read for the rows returned,
 //! which pins pushdown) are printed and compared with the `.result` file beside it.
 //! `UPDATE_GOLDEN=1 cargo test -p almanac-sql --test golden` rewrites the files.
-#![expect(
-    clippy::panic,
-    clippy::expect_used,
-    reason = "a test should stop loudly at the first surprise"
-)]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

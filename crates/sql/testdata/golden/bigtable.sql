@@ -49,3 +49,4 @@ SELECT CAST(_key AS STRING) AS k, counts FROM bigtable_history('users') WHERE _k
 SELECT CAST(_key AS STRING) AS k, unnest(info['city']) AS version FROM `users`(with_history => TRUE) WHERE _key = 'user#001';
 
 SELECT * FROM missing(with_history => TRUE);
+SELECT _key FROM users WHERE _key = @k;
