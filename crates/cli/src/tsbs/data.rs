@@ -33,19 +33,10 @@ pub const TAG_KEYS: [&str; 10] = [
     "service_version",
     "service_environment",
 ];
-/// The ten CPU measures, in TSBS's order.
-pub const FIELDS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
+
+/// The ten CPU measures, in TSBS's order (the SQL devops queries use the same list).
+pub use almanac_sql::devops::CPU_FIELDS as FIELDS;
+
 /// Regions and their datacenters.
 const REGIONS: [(&str, &[&str]); 9] = [
     (

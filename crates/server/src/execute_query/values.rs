@@ -184,18 +184,9 @@ fn timestamp(ticks: i64, per_sec: i64) -> prost_types::Timestamp {
     }
 }
 
-/// The civil date `days` after 1970-01-01 (proleptic Gregorian; H. Hinnant's
-/// `civil_from_days`).
+/// The civil date `days` after 1970-01-01.
 fn date_of_days(days: i64) -> Date {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = almanac_engine::clock::civil_from_days(days);
     Date {
         year: year as i32,
         month: month as i32,

@@ -65,24 +65,9 @@ fn java_float(x: f64, plain: impl Fn() -> String, scientific: impl Fn() -> Strin
     }
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 /// `YYYY-MM-DD` of a day count since the epoch.
 pub fn date(days: i64) -> String {
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
