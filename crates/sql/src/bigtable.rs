@@ -41,6 +41,14 @@ use crate::stats::ScanCounters;
 
 /// Name of the row-key column.
 pub const KEY_COLUMN: &str = "_key";
+/// The label of the cell a family-projected read keeps for every row (never shown).
+const ROW_MARKER: &str = "almanac-sql-row";
+
+/// Whether a read cell holds data (not the row marker).
+fn is_data(c: &almanac_engine::Cell) -> bool {
+    !c.labels.iter().any(|l| l == ROW_MARKER)
+}
+
 /// Name of the row's newest-cell timestamp column.
 pub const TIMESTAMP_COLUMN: &str = "_timestamp";
 
@@ -196,7 +204,11 @@ fn append_history(
     family: &str,
 ) -> crate::Result<()> {
     let mut open: Option<&[u8]> = None;
-    for c in row.cells.iter().filter(|c| &*c.family == family) {
+    for c in row
+        .cells
+        .iter()
+        .filter(|c| &*c.family == family && is_data(c))
+    {
         if open != Some(&c.qualifier[..]) {
             if open.is_some() {
                 b.values().append(true);
@@ -296,7 +308,7 @@ fn latest_cells<'r>(
 ) -> impl Iterator<Item = &'r almanac_engine::Cell> {
     let mut last: Option<&[u8]> = None;
     row.cells.iter().filter(move |c| {
-        if &*c.family != family || last == Some(&c.qualifier[..]) {
+        if &*c.family != family || last == Some(&c.qualifier[..]) || !is_data(c) {
             return false;
         }
         last = Some(&c.qualifier[..]);
@@ -349,8 +361,8 @@ impl Producer for BigtableScan {
     }
 }
 
-/// The read filter for the projected columns.
-fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
+/// The read filter for the projected columns of a table with `all_families` families.
+fn projection_filter(columns: &[Column], all_families: usize) -> Option<RowFilter> {
     let history = columns.iter().any(|c| matches!(c, Column::History(..)));
     let families: Vec<&str> = columns
         .iter()
@@ -379,10 +391,19 @@ fn projection_filter(columns: &[Column]) -> Option<RowFilter> {
         // The timestamp looks at every family.
         return Some(latest);
     }
-    let any: Vec<RowFilter> = families
+    let mut any: Vec<RowFilter> = families
         .iter()
         .map(|f| RowFilter::FamilyNameRegex(regex_escape(f)))
         .collect();
+    if families.len() < all_families {
+        // A row with no cell in the projected families still exists (its maps are
+        // empty): one stripped, labelled cell keeps every row; the builders skip it.
+        any.push(RowFilter::Chain(vec![
+            RowFilter::CellsPerRowLimit(1),
+            RowFilter::StripValue,
+            RowFilter::ApplyLabel(ROW_MARKER.into()),
+        ]));
+    }
     let only = if any.len() == 1 {
         any.into_iter().next().unwrap_or(RowFilter::PassAll)
     } else {
@@ -468,7 +489,7 @@ impl TableProvider for BigtableTable {
                 keys: Vec::new(),
                 ranges: keys.ranges.unwrap_or_default(),
             },
-            filter: projection_filter(&columns),
+            filter: projection_filter(&columns, self.families.len()),
             limit: limit.map(|l| l as u64),
             reversed: false,
         };

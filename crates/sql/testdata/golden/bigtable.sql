@@ -50,3 +50,7 @@ SELECT CAST(_key AS STRING) AS k, unnest(info['city']) AS version FROM `users`(w
 
 SELECT * FROM missing(with_history => TRUE);
 SELECT _key FROM users WHERE _key = @k;
+
+SELECT CAST(_key AS STRING) AS k, counts['visits'] AS visits FROM users WHERE counts['visits'] IS NULL OR _key = 'user#005' ORDER BY k;
+
+SELECT count(*) AS rows, count(counts['visits']) AS with_visits FROM users;
