@@ -67,6 +67,9 @@ pub struct ReadPlan {
     /// At most this many cells per column, newest first, counted after the
     /// timestamp range.
     pub cells_per_column: Option<u32>,
+    /// At most this many cells per row, in row order after GC; set only when the
+    /// filter begins with `cells_per_row_limit_filter` (and so needs nothing else).
+    pub cells_per_row: Option<u32>,
 }
 
 impl Default for ReadPlan {
@@ -76,6 +79,7 @@ impl Default for ReadPlan {
             ts_start_us: i64::MIN,
             ts_end_us: None,
             cells_per_column: None,
+            cells_per_row: None,
         }
     }
 }

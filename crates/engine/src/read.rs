@@ -82,6 +82,7 @@ struct Selector<'a> {
     family: Option<&'a FamilyMeta>,
     version_index: usize,
     kept_in_column: u32,
+    kept_in_row: u32,
 }
 
 impl<'a> Selector<'a> {
@@ -94,6 +95,7 @@ impl<'a> Selector<'a> {
             family: None,
             version_index: 0,
             kept_in_column: 0,
+            kept_in_row: 0,
         }
     }
 
@@ -161,7 +163,16 @@ impl<'a> Selector<'a> {
         {
             return Verdict::Skip(column_end());
         }
+        if self
+            .plan
+            .cells_per_row
+            .is_some_and(|n| self.kept_in_row >= n)
+        {
+            // Past the row's limit: seek over the rest of the row.
+            return Verdict::Jump(keys::family_prefix(row_prefix, u32::MAX));
+        }
         self.kept_in_column += 1;
+        self.kept_in_row += 1;
         Verdict::Keep
     }
 

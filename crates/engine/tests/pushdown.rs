@@ -116,6 +116,17 @@ fn column_range_and_version_limit_touch_only_what_they_return() {
         stats.cells_seen
     );
 
+    // A leading row limit (a key-only read) takes the row's first cells and seeks
+    // past the rest.
+    let first = RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(2), RowFilter::StripValue]);
+    let (cells, stats) = read(&e, b"wide", first);
+    assert_eq!(cells, 2);
+    assert!(
+        stats.cells_seen <= 16,
+        "cells_per_row_limit 2 over {WIDE} columns examined {} cells",
+        stats.cells_seen
+    );
+
     // Without a filter every cell is examined and returned.
     let (cells, stats) = read(&e, b"wide", RowFilter::PassAll);
     assert_eq!(cells, WIDE);

@@ -36,19 +36,12 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 
 use crate::keyrange::{KeySpace, is_key_predicate};
+use crate::qualifiers::QualifierHints;
 use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
 use crate::stats::ScanCounters;
 
 /// Name of the row-key column.
 pub const KEY_COLUMN: &str = "_key";
-/// The label of the cell a family-projected read keeps for every row (never shown).
-const ROW_MARKER: &str = "almanac-sql-row";
-
-/// Whether a read cell holds data (not the row marker).
-fn is_data(c: &almanac_engine::Cell) -> bool {
-    !c.labels.iter().any(|l| l == ROW_MARKER)
-}
-
 /// Name of the row's newest-cell timestamp column.
 pub const TIMESTAMP_COLUMN: &str = "_timestamp";
 
@@ -78,6 +71,8 @@ pub struct BigtableTable {
     families: Vec<(String, FamilyKind)>,
     schema: SchemaRef,
     counters: Arc<ScanCounters>,
+    /// Which qualifiers of each family the query reads (`None`: all).
+    qualifiers: Option<Arc<QualifierHints>>,
 }
 
 /// The `{timestamp, value}` struct of one version in the history form.
@@ -156,7 +151,14 @@ impl BigtableTable {
             families,
             schema: Arc::new(Schema::new(fields)),
             counters,
+            qualifiers: None,
         }
+    }
+
+    /// Reads only the qualifiers `hints` name for a family, once they are known.
+    pub fn with_qualifier_hints(mut self, hints: Arc<QualifierHints>) -> Self {
+        self.qualifiers = Some(hints);
+        self
     }
 }
 
@@ -166,6 +168,9 @@ struct BigtableScan {
     instance: String,
     table: String,
     request: ReadRequest,
+    /// When `request` may leave rows out (it reads some families or qualifiers only):
+    /// a key-only read of the same rows, so every row appears (with empty maps).
+    keys_request: Option<ReadRequest>,
     schema: SchemaRef,
     /// Output columns in order.
     columns: Vec<Column>,
@@ -204,11 +209,7 @@ fn append_history(
     family: &str,
 ) -> crate::Result<()> {
     let mut open: Option<&[u8]> = None;
-    for c in row
-        .cells
-        .iter()
-        .filter(|c| &*c.family == family && is_data(c))
-    {
+    for c in row.cells.iter().filter(|c| &*c.family == family) {
         if open != Some(&c.qualifier[..]) {
             if open.is_some() {
                 b.values().append(true);
@@ -308,7 +309,7 @@ fn latest_cells<'r>(
 ) -> impl Iterator<Item = &'r almanac_engine::Cell> {
     let mut last: Option<&[u8]> = None;
     row.cells.iter().filter(move |c| {
-        if &*c.family != family || last == Some(&c.qualifier[..]) || !is_data(c) {
+        if &*c.family != family || last == Some(&c.qualifier[..]) {
             return false;
         }
         last = Some(&c.qualifier[..]);
@@ -318,9 +319,21 @@ fn latest_cells<'r>(
 
 impl Producer for BigtableScan {
     fn produce(&self, sink: &Sink) -> crate::Result<()> {
-        let mut stream =
-            self.engine
-                .read_rows(&self.instance, &self.table, self.request.clone())?;
+        let data = self
+            .engine
+            .read_rows(&self.instance, &self.table, self.request.clone())?;
+        let keys = match &self.keys_request {
+            Some(r) => Some(
+                self.engine
+                    .read_rows(&self.instance, &self.table, r.clone())?,
+            ),
+            None => None,
+        };
+        let mut stream = Merged {
+            data,
+            keys,
+            pending: None,
+        };
         let mut builders: Vec<Builder> = self.columns.iter().map(Builder::new).collect();
         let mut rows = 0usize;
         let flush = |builders: &mut Vec<Builder>, rows: usize| -> crate::Result<bool> {
@@ -354,15 +367,81 @@ impl Producer for BigtableScan {
         if rows > 0 {
             flush(&mut builders, rows)?;
         }
-        let s = stream.stats();
-        self.counters
-            .add(s.rows_returned, s.cells_loaded, s.rows_returned);
+        let (rows_read, cells_read, rows_out) = stream.stats();
+        self.counters.add(rows_read, cells_read, rows_out);
         Ok(())
     }
 }
 
-/// The read filter for the projected columns of a table with `all_families` families.
-fn projection_filter(columns: &[Column], all_families: usize) -> Option<RowFilter> {
+/// Every row of a data read, in key order: rows the data read left out (no cell in
+/// the projected families or qualifiers) come from the key-only read, without cells.
+struct Merged {
+    data: almanac_engine::RowStream,
+    keys: Option<almanac_engine::RowStream>,
+    pending: Option<Row>,
+}
+
+impl Merged {
+    /// Rows and cells read from storage, and rows produced.
+    fn stats(&self) -> (u64, u64, u64) {
+        let d = self.data.stats();
+        match &self.keys {
+            Some(k) => {
+                let k = k.stats();
+                (
+                    k.rows_returned,
+                    d.cells_loaded + k.cells_loaded,
+                    k.rows_returned,
+                )
+            }
+            None => (d.rows_returned, d.cells_loaded, d.rows_returned),
+        }
+    }
+}
+
+impl Iterator for Merged {
+    type Item = almanac_engine::Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Some(keys) = self.keys.as_mut() else {
+            return self.data.next();
+        };
+        let key = match keys.next()? {
+            Ok(row) => row.key,
+            Err(e) => return Some(Err(e)),
+        };
+        loop {
+            if self.pending.is_none() {
+                self.pending = match self.data.next() {
+                    Some(Ok(row)) => Some(row),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => None,
+                };
+            }
+            match self.pending.take() {
+                // Each read has its own snapshot: a data row the key read did not see
+                // was written in between; leave it out, as the key read did.
+                Some(row) if row.key < key => continue,
+                Some(row) if row.key == key => return Some(Ok(row)),
+                other => {
+                    self.pending = other;
+                    return Some(Ok(Row {
+                        key,
+                        cells: Vec::new(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// The read filter for the projected columns of a table with `all_families` families,
+/// and whether it keeps every row (else a key-only read must supply the rest).
+fn projection_filter(
+    columns: &[Column],
+    all_families: usize,
+    qualifiers_of: &dyn Fn(&str) -> Option<std::collections::BTreeSet<Vec<u8>>>,
+) -> (Option<RowFilter>, bool) {
     let history = columns.iter().any(|c| matches!(c, Column::History(..)));
     let families: Vec<&str> = columns
         .iter()
@@ -373,14 +452,17 @@ fn projection_filter(columns: &[Column], all_families: usize) -> Option<RowFilte
         .collect();
     let wants_time = columns.iter().any(|c| matches!(c, Column::Timestamp));
     if families.is_empty() {
-        return Some(if wants_time {
-            RowFilter::Chain(vec![
-                RowFilter::CellsPerColumnLimit(1),
-                RowFilter::StripValue,
-            ])
-        } else {
-            RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue])
-        });
+        return (
+            Some(if wants_time {
+                RowFilter::Chain(vec![
+                    RowFilter::CellsPerColumnLimit(1),
+                    RowFilter::StripValue,
+                ])
+            } else {
+                RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue])
+            }),
+            true,
+        );
     }
     let latest = if history {
         RowFilter::PassAll
@@ -389,27 +471,29 @@ fn projection_filter(columns: &[Column], all_families: usize) -> Option<RowFilte
     };
     if wants_time {
         // The timestamp looks at every family.
-        return Some(latest);
+        return (Some(latest), true);
     }
-    let mut any: Vec<RowFilter> = families
-        .iter()
-        .map(|f| RowFilter::FamilyNameRegex(regex_escape(f)))
-        .collect();
-    if families.len() < all_families {
-        // A row with no cell in the projected families still exists (its maps are
-        // empty): one stripped, labelled cell keeps every row; the builders skip it.
-        any.push(RowFilter::Chain(vec![
-            RowFilter::CellsPerRowLimit(1),
-            RowFilter::StripValue,
-            RowFilter::ApplyLabel(ROW_MARKER.into()),
-        ]));
+    let mut complete = families.len() == all_families;
+    let mut any: Vec<RowFilter> = Vec::new();
+    for f in &families {
+        match qualifiers_of(f) {
+            Some(qualifiers) => {
+                complete = false;
+                any.extend(qualifiers.into_iter().map(|q| RowFilter::ColumnRange {
+                    family: (*f).to_string(),
+                    start: std::ops::Bound::Included(q.clone()),
+                    end: std::ops::Bound::Included(q),
+                }));
+            }
+            None => any.push(RowFilter::FamilyNameRegex(regex_escape(f))),
+        }
     }
     let only = if any.len() == 1 {
         any.into_iter().next().unwrap_or(RowFilter::PassAll)
     } else {
         RowFilter::Interleave(any)
     };
-    Some(RowFilter::Chain(vec![only, latest]))
+    (Some(RowFilter::Chain(vec![only, latest])), complete)
 }
 
 fn regex_escape(s: &str) -> String {
@@ -484,12 +568,24 @@ impl TableProvider for BigtableTable {
                 }
             })
             .collect();
+        let rows = RowSet {
+            keys: Vec::new(),
+            ranges: keys.ranges.unwrap_or_default(),
+        };
+        let hints = |family: &str| self.qualifiers.as_ref().and_then(|h| h.qualifiers(family));
+        let (filter, complete) = projection_filter(&columns, self.families.len(), &hints);
+        let keys_request = (!complete).then(|| ReadRequest {
+            rows: rows.clone(),
+            filter: Some(RowFilter::Chain(vec![
+                RowFilter::CellsPerRowLimit(1),
+                RowFilter::StripValue,
+            ])),
+            limit: limit.map(|l| l as u64),
+            reversed: false,
+        });
         let request = ReadRequest {
-            rows: RowSet {
-                keys: Vec::new(),
-                ranges: keys.ranges.unwrap_or_default(),
-            },
-            filter: projection_filter(&columns, self.families.len()),
+            rows,
+            filter,
             limit: limit.map(|l| l as u64),
             reversed: false,
         };
@@ -498,6 +594,7 @@ impl TableProvider for BigtableTable {
             instance: self.info.instance.clone(),
             table: self.info.name.clone(),
             request,
+            keys_request,
             schema: schema.clone(),
             columns,
             counters: self.counters.clone(),

@@ -16,6 +16,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::Expr;
 
 use crate::bigtable::BigtableTable;
+use crate::qualifiers::QualifierHints;
 use crate::series::SeriesTable;
 use crate::stats::ScanCounters;
 
@@ -36,6 +37,8 @@ pub struct Catalog {
     /// The Bigtable instance whose tables are in [`BIGTABLE_SCHEMA`].
     pub(crate) instance: Option<String>,
     pub(crate) counters: Arc<ScanCounters>,
+    /// Which qualifiers of each family the query reads.
+    pub(crate) qualifiers: Arc<QualifierHints>,
 }
 
 impl CatalogProvider for Catalog {
@@ -56,6 +59,7 @@ impl CatalogProvider for Catalog {
                 engine: self.engine.clone(),
                 instance: self.instance.clone(),
                 counters: self.counters.clone(),
+                qualifiers: self.qualifiers.clone(),
             }));
         }
         self.ts.describe_database(name).ok()?;
@@ -73,6 +77,7 @@ struct BigtableSchema {
     engine: Arc<Engine>,
     instance: Option<String>,
     counters: Arc<ScanCounters>,
+    qualifiers: Arc<QualifierHints>,
 }
 
 #[async_trait]
@@ -92,12 +97,10 @@ impl SchemaProvider for BigtableSchema {
             return Ok(None);
         };
         match self.engine.get_table(instance, name) {
-            Ok(info) => Ok(Some(Arc::new(BigtableTable::new(
-                self.engine.clone(),
-                info,
-                false,
-                self.counters.clone(),
-            )))),
+            Ok(info) => Ok(Some(Arc::new(
+                BigtableTable::new(self.engine.clone(), info, false, self.counters.clone())
+                    .with_qualifier_hints(self.qualifiers.clone()),
+            ))),
             Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
         }
@@ -150,6 +153,8 @@ pub struct HistoryFunction {
     pub(crate) engine: Arc<Engine>,
     pub(crate) instance: Option<String>,
     pub(crate) counters: Arc<ScanCounters>,
+    /// Which qualifiers of each family the query reads.
+    pub(crate) qualifiers: Arc<QualifierHints>,
 }
 
 impl TableFunctionImpl for HistoryFunction {
@@ -161,12 +166,10 @@ impl TableFunctionImpl for HistoryFunction {
             return plan_err!("table '{name}' not found");
         };
         match self.engine.get_table(instance, name) {
-            Ok(info) => Ok(Arc::new(BigtableTable::new(
-                self.engine.clone(),
-                info,
-                true,
-                self.counters.clone(),
-            ))),
+            Ok(info) => Ok(Arc::new(
+                BigtableTable::new(self.engine.clone(), info, true, self.counters.clone())
+                    .with_qualifier_hints(self.qualifiers.clone()),
+            )),
             Err(almanac_engine::Error::NotFound { .. }) => plan_err!("table '{name}' not found"),
             Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
         }

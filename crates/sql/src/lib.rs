@@ -23,6 +23,7 @@ pub mod functions;
 pub mod interpolate;
 pub mod keyrange;
 pub mod planner;
+pub mod qualifiers;
 pub mod rewrite;
 pub mod series;
 pub mod source;
@@ -68,6 +69,7 @@ pub struct Prepared {
     pub schema: SchemaRef,
     frame: datafusion::dataframe::DataFrame,
     counters: Arc<ScanCounters>,
+    qualifiers: Arc<qualifiers::QualifierHints>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -81,6 +83,7 @@ impl std::fmt::Debug for Prepared {
 impl Prepared {
     /// Runs the query, streaming its batches; the counters fill as it runs.
     pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
+        self.qualifiers.fill(self.frame.logical_plan())?;
         let stream = self.frame.execute_stream().await?;
         Ok((stream, self.counters))
     }
@@ -89,6 +92,7 @@ impl Prepared {
     pub async fn collect(self) -> Result<QueryOutput> {
         let schema = self.schema.clone();
         let counters = self.counters.clone();
+        self.qualifiers.fill(self.frame.logical_plan())?;
         let batches = self.frame.collect().await?;
         Ok(QueryOutput {
             schema,
@@ -159,6 +163,7 @@ impl SqlEngine {
     ) -> Result<Prepared> {
         let sql = rewrite::rewrite(sql)?;
         let counters = Arc::new(ScanCounters::default());
+        let qualifiers = Arc::new(qualifiers::QualifierHints::default());
         let catalogs = MemoryCatalogProviderList::new();
         catalogs.register_catalog(
             catalog::CATALOG.to_string(),
@@ -167,6 +172,7 @@ impl SqlEngine {
                 ts: self.ts.clone(),
                 instance: scope.instance.clone(),
                 counters: counters.clone(),
+                qualifiers: qualifiers.clone(),
             }),
         );
         let state = SessionStateBuilder::new_from_existing(self.base.clone())
@@ -179,6 +185,7 @@ impl SqlEngine {
                 engine: self.engine.clone(),
                 instance: scope.instance.clone(),
                 counters: counters.clone(),
+                qualifiers: qualifiers.clone(),
             }),
         );
         let options = SQLOptions::new()
@@ -197,6 +204,7 @@ impl SqlEngine {
             schema,
             frame,
             counters,
+            qualifiers,
         })
     }
 

@@ -41,7 +41,29 @@ impl CompiledFilter {
     /// plan's `Families` selection only ever names these. Qualifier ranges within a
     /// family are sorted and disjoint.
     pub fn plan(&self, families: &[&str]) -> ReadPlan {
-        normalize(plan_node(&self.root, families))
+        let mut plan = normalize(plan_node(&self.root, families));
+        // A leading row limit sees the row's cells before anything narrows them, so
+        // the plan reads everything (see `step`), but only that many cells per row.
+        if let Some(n) = leading_row_limit(&self.root) {
+            plan.cells_per_row = Some(n);
+        }
+        plan
+    }
+}
+
+/// `n` when the filter is `cells_per_row_limit_filter(n)` or a chain starting with it.
+fn leading_row_limit(root: &Node) -> Option<u32> {
+    let first = match root {
+        Node::Chain(children) => {
+            let mut flat = Vec::new();
+            flatten_chain(children, &mut flat);
+            *flat.first()?
+        }
+        other => other,
+    };
+    match first {
+        Node::CellsPerRowLimit(n) => Some(u32::try_from(*n).unwrap_or(u32::MAX)),
+        _ => None,
     }
 }
 
@@ -53,6 +75,9 @@ pub fn select(plan: &ReadPlan, cells: Vec<Cell>) -> Vec<Cell> {
     let mut column: Option<(std::sync::Arc<str>, std::sync::Arc<[u8]>)> = None;
     let mut seen = 0u32;
     for cell in cells {
+        if plan.cells_per_row.is_some_and(|n| out.len() >= n as usize) {
+            break;
+        }
         let wanted = match plan.family_ranges(&cell.family) {
             None => false,
             Some(None) => true,
@@ -253,6 +278,7 @@ fn cover(a: ReadPlan, b: ReadPlan) -> ReadPlan {
             ts_start_us: a.ts_start_us.min(b.ts_start_us),
             ts_end_us: a.ts_end_us.zip(b.ts_end_us).map(|(x, y)| x.max(y)),
             cells_per_column: None,
+            cells_per_row: None,
         },
     }
 }
