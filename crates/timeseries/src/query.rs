@@ -209,20 +209,113 @@ fn keep(sel: &Selection, mut p: Point) -> Option<Point> {
     Some(p)
 }
 
+/// Whether every dimension of the table is given, so the selection is one series
+/// per measure name and the time range narrows the key range itself.
+fn is_pinned(meta: &TableMeta, sel: &Selection) -> bool {
+    let dims = &meta.schema.dimensions;
+    dims.iter()
+        .all(|d| sel.dimensions.iter().any(|(n, _)| n == d))
+}
+
 /// Reads the selected points, row by row in key order, passing each to `visit`.
+///
+/// A time window (both ends bounded) over series the selection does not pin is read
+/// series by series ([`scan_by_series`]): each series' window is its own key range,
+/// so the rows outside the window are never walked.
 pub fn scan<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
     sel: &Selection,
     visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
 ) -> Result<ScanStats> {
+    let mut stats = ScanStats::default();
+    if sel.start_ns > 0 && sel.end_ns < i64::MAX && !is_pinned(meta, sel) {
+        scan_by_series(store, meta, sel, &mut stats, visit)?;
+        return Ok(stats);
+    }
     let req = ReadRequest {
         rows: key_ranges(meta, sel),
         filter: filter(meta, sel),
         ..ReadRequest::default()
     };
-    let mut stats = ScanStats::default();
+    // Whether `visit` stopped early makes no difference here: the counts stand.
+    let _ = read_points(store, meta, sel, req, &mut stats, visit)?;
+    Ok(stats)
+}
+
+/// Skip-scan: find the next series with a one-cell probe (value stripped), read its
+/// window, jump past it. Two seeks per series instead of a walk over every row of
+/// every series.
+fn scan_by_series<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    stats: &mut ScanStats,
+    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+) -> Result<()> {
+    let window_filter = filter(meta, sel);
+    for range in key_ranges(meta, sel).normalized() {
+        let mut cursor = range.start.clone();
+        loop {
+            let probe = ReadRequest {
+                rows: RowSet {
+                    keys: Vec::new(),
+                    ranges: vec![RowRange {
+                        start: cursor.clone(),
+                        end: range.end.clone(),
+                    }],
+                },
+                filter: Some(RowFilter::Chain(vec![
+                    RowFilter::CellsPerRowLimit(1),
+                    RowFilter::StripValue,
+                ])),
+                limit: Some(1),
+                reversed: false,
+            };
+            let mut first = None;
+            store.read_rows(&meta.store_table, probe, &mut |row| {
+                first = Some(row.key);
+                ControlFlow::Break(())
+            })?;
+            let Some(key) = first else { break };
+            let parts = keys::decode(
+                &key,
+                meta.layout.pattern.is_bucketed(),
+                meta.layout.reverse_time,
+            )?;
+            let series = &key[..parts.series_len];
+            let req = ReadRequest {
+                rows: RowSet {
+                    keys: Vec::new(),
+                    ranges: vec![time_range(meta, series, sel)],
+                },
+                filter: window_filter.clone(),
+                ..ReadRequest::default()
+            };
+            if read_points(store, meta, sel, req, stats, visit)?.is_break() {
+                return Ok(());
+            }
+            match prefix_successor(series) {
+                Some(next) => cursor = Bound::Included(next),
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One read: each row decoded, each point checked and visited; `Break` when `visit`
+/// stopped the scan.
+fn read_points<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    req: ReadRequest,
+    stats: &mut ScanStats,
+    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>> {
     let mut failure = None;
+    let mut stopped = false;
     store.read_rows(&meta.store_table, req, &mut |row| {
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
@@ -236,14 +329,18 @@ pub fn scan<S: WideColumnStore>(
         for p in points {
             if let Some(p) = keep(sel, p) {
                 stats.points += 1;
-                visit(p)?;
+                if visit(p).is_break() {
+                    stopped = true;
+                    return ControlFlow::Break(());
+                }
             }
         }
         ControlFlow::Continue(())
     })?;
     match failure {
         Some(e) => Err(e),
-        None => Ok(stats),
+        None if stopped => Ok(ControlFlow::Break(())),
+        None => Ok(ControlFlow::Continue(())),
     }
 }
 
