@@ -5,6 +5,8 @@
 //!    of the leading dimensions given is one or two key prefixes
 //!    ([`crate::keys::selection_prefixes`]); when every dimension of the table is given
 //!    the series is pinned and the time range narrows the key range itself.
+//!    A time window over series that are not pinned is read series by series: a
+//!    one-cell probe finds the next series, and its window is one key range.
 //! 2. Filter: the time range as a cell-timestamp range (every pattern stamps cells
 //!    with the point's millisecond), plus the selected attributes as column ranges
 //!    where attributes are columns.
