@@ -15,9 +15,9 @@
 
 use std::ops::{Bound, ControlFlow};
 
-use almanac_engine::ReadRequest;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
+use almanac_engine::{ReadRequest, Row};
 
 use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
@@ -259,37 +259,18 @@ fn scan_by_series<S: WideColumnStore>(
     for range in key_ranges(meta, sel).normalized() {
         let mut cursor = range.start.clone();
         loop {
-            let probe = ReadRequest {
-                rows: RowSet {
-                    keys: Vec::new(),
-                    ranges: vec![RowRange {
-                        start: cursor.clone(),
-                        end: range.end.clone(),
-                    }],
-                },
-                filter: Some(RowFilter::Chain(vec![
-                    RowFilter::CellsPerRowLimit(1),
-                    RowFilter::StripValue,
-                ])),
-                limit: Some(1),
-                reversed: false,
+            let probe = Some(RowFilter::Chain(vec![
+                RowFilter::CellsPerRowLimit(1),
+                RowFilter::StripValue,
+            ]));
+            let Some(row) = first_row(store, meta, &cursor, &range.end, probe)? else {
+                break;
             };
-            let mut first = None;
-            store.read_rows(&meta.store_table, probe, &mut |row| {
-                first = Some(row.key);
-                ControlFlow::Break(())
-            })?;
-            let Some(key) = first else { break };
-            let parts = keys::decode(
-                &key,
-                meta.layout.pattern.is_bucketed(),
-                meta.layout.reverse_time,
-            )?;
-            let series = &key[..parts.series_len];
+            let series = series_of(meta, &row.key)?;
             let req = ReadRequest {
                 rows: RowSet {
                     keys: Vec::new(),
-                    ranges: vec![time_range(meta, series, sel)],
+                    ranges: vec![time_range(meta, &series, sel)],
                 },
                 filter: window_filter.clone(),
                 ..ReadRequest::default()
@@ -297,7 +278,7 @@ fn scan_by_series<S: WideColumnStore>(
             if read_points(store, meta, sel, req, stats, visit)?.is_break() {
                 return Ok(());
             }
-            match prefix_successor(series) {
+            match prefix_successor(&series) {
                 Some(next) => cursor = Bound::Included(next),
                 None => break,
             }
@@ -346,6 +327,44 @@ fn read_points<S: WideColumnStore>(
     }
 }
 
+/// The first row from `start` to `end` that passes `filter`.
+fn first_row<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+    filter: Option<RowFilter>,
+) -> Result<Option<Row>> {
+    let probe = ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![RowRange {
+                start: start.clone(),
+                end: end.clone(),
+            }],
+        },
+        filter,
+        limit: Some(1),
+        reversed: false,
+    };
+    let mut first = None;
+    store.read_rows(&meta.store_table, probe, &mut |row| {
+        first = Some(row);
+        ControlFlow::Break(())
+    })?;
+    Ok(first)
+}
+
+/// The series part of a row key (measure name and dimensions, through the `@`).
+fn series_of(meta: &TableMeta, key: &[u8]) -> Result<Vec<u8>> {
+    let parts = keys::decode(
+        key,
+        meta.layout.pattern.is_bucketed(),
+        meta.layout.reverse_time,
+    )?;
+    Ok(key[..parts.series_len].to_vec())
+}
+
 /// The newest selected point of every series: two short reads per series (find the
 /// next series, read its newest row) instead of a scan of every point.
 pub fn latest<S: WideColumnStore>(
@@ -359,32 +378,9 @@ pub fn latest<S: WideColumnStore>(
     let ranges = key_ranges(meta, sel).normalized();
     for range in ranges {
         let mut cursor = range.start.clone();
-        loop {
-            let probe = ReadRequest {
-                rows: RowSet {
-                    keys: Vec::new(),
-                    ranges: vec![RowRange {
-                        start: cursor.clone(),
-                        end: range.end.clone(),
-                    }],
-                },
-                filter: filter.clone(),
-                limit: Some(1),
-                reversed: false,
-            };
-            let mut first = None;
-            store.read_rows(&meta.store_table, probe, &mut |row| {
-                first = Some(row);
-                ControlFlow::Break(())
-            })?;
-            let Some(row) = first else { break };
+        while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
             stats.rows += 1;
-            let parts = keys::decode(
-                &row.key,
-                meta.layout.pattern.is_bucketed(),
-                meta.layout.reverse_time,
-            )?;
-            let series = row.key[..parts.series_len].to_vec();
+            let series = series_of(meta, &row.key)?;
             let newest = if meta.layout.reverse_time {
                 Some(row)
             } else {
