@@ -170,10 +170,12 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
         interval_ns,
     };
     let table = format!("{DATABASE}.{TABLE}");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let sql = SqlEngine::new(engine.clone(), ts.clone())?;
     let start_ns = if ts.describe_table(DATABASE, TABLE).is_ok() {
         eprintln!("reusing {table} in {}", dir.display());
-        let runtime = tokio::runtime::Runtime::new()?;
-        let sql = SqlEngine::new(engine.clone(), ts.clone())?;
         let out = runtime.block_on(sql.query(
             &format!("SELECT to_nanoseconds(min(time)) AS t FROM {table}"),
             &Scope::default(),
@@ -193,7 +195,6 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
         eprintln!("compacted in {:.1} s", t0.elapsed().as_secs_f64());
         start_ns
     };
-    let sql = SqlEngine::new(engine.clone(), ts.clone())?;
     let hosts: Vec<String> = (0..8.min(args.hosts))
         .map(|h| format!("host_{}", h * 7 % args.hosts))
         .collect();
@@ -213,9 +214,6 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
         ("lastpoint", devops::lastpoint(&table)),
         ("full scan (count, avg)", devops::scan_all(&table)),
     ];
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     println!("| query | median latency | rows returned | records read | cells read |");
     println!("|---|---|---|---|---|");
     for (name, query) in &queries {
