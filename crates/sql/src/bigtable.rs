@@ -27,7 +27,6 @@ use datafusion::arrow::array::{
     StructBuilder, TimestampMicrosecondBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::Result as DfResult;
@@ -37,7 +36,7 @@ use datafusion::physical_plan::empty::EmptyExec;
 
 use crate::keyrange::{KeySpace, is_key_predicate};
 use crate::qualifiers::QualifierHints;
-use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
+use crate::source::{BATCH_ROWS, Producer, Sink, batch, scan_plan};
 use crate::stats::ScanCounters;
 
 /// Name of the row-key column.
@@ -71,8 +70,8 @@ pub struct BigtableTable {
     families: Vec<(String, FamilyKind)>,
     schema: SchemaRef,
     counters: Arc<ScanCounters>,
-    /// Which qualifiers of each family the query reads (`None`: all).
-    qualifiers: Option<Arc<QualifierHints>>,
+    /// Which qualifiers of each family the query reads.
+    qualifiers: Arc<QualifierHints>,
 }
 
 /// The `{timestamp, value}` struct of one version in the history form.
@@ -125,12 +124,13 @@ fn timestamp_type() -> DataType {
 
 impl BigtableTable {
     /// The table `info` of `engine`, counting reads into `counters`; `history` keeps
-    /// every version.
+    /// every version; `qualifiers` says which columns of each family the query reads.
     pub fn new(
         engine: Arc<Engine>,
         info: TableInfo,
         history: bool,
         counters: Arc<ScanCounters>,
+        qualifiers: Arc<QualifierHints>,
     ) -> Self {
         let families: Vec<(String, FamilyKind)> = info
             .families
@@ -151,14 +151,8 @@ impl BigtableTable {
             families,
             schema: Arc::new(Schema::new(fields)),
             counters,
-            qualifiers: None,
+            qualifiers,
         }
-    }
-
-    /// Reads only the qualifiers `hints` name for a family, once they are known.
-    pub fn with_qualifier_hints(mut self, hints: Arc<QualifierHints>) -> Self {
-        self.qualifiers = Some(hints);
-        self
     }
 }
 
@@ -338,17 +332,7 @@ impl Producer for BigtableScan {
         let mut rows = 0usize;
         let flush = |builders: &mut Vec<Builder>, rows: usize| -> crate::Result<bool> {
             let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
-            let batch = if arrays.is_empty() {
-                RecordBatch::try_new_with_options(
-                    self.schema.clone(),
-                    arrays,
-                    &datafusion::arrow::record_batch::RecordBatchOptions::new()
-                        .with_row_count(Some(rows)),
-                )
-            } else {
-                RecordBatch::try_new(self.schema.clone(), arrays)
-            }
-            .map_err(|e| crate::Error::Execution(e.to_string()))?;
+            let batch = batch(&self.schema, arrays, rows)?;
             Ok(sink.send(batch))
         };
         for row in stream.by_ref() {
@@ -572,7 +556,7 @@ impl TableProvider for BigtableTable {
             keys: Vec::new(),
             ranges: keys.ranges.unwrap_or_default(),
         };
-        let hints = |family: &str| self.qualifiers.as_ref().and_then(|h| h.qualifiers(family));
+        let hints = |family: &str| self.qualifiers.qualifiers(family);
         let (filter, complete) = projection_filter(&columns, self.families.len(), &hints);
         let keys_request = (!complete).then(|| ReadRequest {
             rows: rows.clone(),

@@ -32,13 +32,10 @@ const MAX_LISTED: usize = 10_000;
 /// The catalog of one query.
 #[derive(Debug)]
 pub struct Catalog {
-    pub(crate) engine: Arc<Engine>,
     pub(crate) ts: Arc<TimeSeries<EmbeddedStore>>,
-    /// The Bigtable instance whose tables are in [`BIGTABLE_SCHEMA`].
-    pub(crate) instance: Option<String>,
+    /// The tables of [`BIGTABLE_SCHEMA`].
+    pub(crate) bigtable: BigtableTables,
     pub(crate) counters: Arc<ScanCounters>,
-    /// Which qualifiers of each family the query reads.
-    pub(crate) qualifiers: Arc<QualifierHints>,
 }
 
 impl CatalogProvider for Catalog {
@@ -55,12 +52,7 @@ impl CatalogProvider for Catalog {
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         if name == BIGTABLE_SCHEMA {
-            return Some(Arc::new(BigtableSchema {
-                engine: self.engine.clone(),
-                instance: self.instance.clone(),
-                counters: self.counters.clone(),
-                qualifiers: self.qualifiers.clone(),
-            }));
+            return Some(Arc::new(self.bigtable.clone()));
         }
         self.ts.describe_database(name).ok()?;
         Some(Arc::new(DatabaseSchema {
@@ -71,17 +63,40 @@ impl CatalogProvider for Catalog {
     }
 }
 
-/// The Bigtable tables of one instance.
-#[derive(Debug)]
-struct BigtableSchema {
-    engine: Arc<Engine>,
-    instance: Option<String>,
-    counters: Arc<ScanCounters>,
-    qualifiers: Arc<QualifierHints>,
+/// The Bigtable tables of the query's instance: the [`BIGTABLE_SCHEMA`] schema, and
+/// the history form through [`HISTORY_FUNCTION`].
+#[derive(Debug, Clone)]
+pub struct BigtableTables {
+    pub(crate) engine: Arc<Engine>,
+    /// `projects/p/instances/i`; `None`: no Bigtable table is in scope.
+    pub(crate) instance: Option<String>,
+    pub(crate) counters: Arc<ScanCounters>,
+    /// Which qualifiers of each family the query reads.
+    pub(crate) qualifiers: Arc<QualifierHints>,
+}
+
+impl BigtableTables {
+    /// Table `name` (every version when `history`), `None` if it does not exist.
+    fn open(&self, name: &str, history: bool) -> DfResult<Option<BigtableTable>> {
+        let Some(instance) = &self.instance else {
+            return Ok(None);
+        };
+        match self.engine.get_table(instance, name) {
+            Ok(info) => Ok(Some(BigtableTable::new(
+                self.engine.clone(),
+                info,
+                history,
+                self.counters.clone(),
+                self.qualifiers.clone(),
+            ))),
+            Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
+        }
+    }
 }
 
 #[async_trait]
-impl SchemaProvider for BigtableSchema {
+impl SchemaProvider for BigtableTables {
     fn table_names(&self) -> Vec<String> {
         let Some(instance) = &self.instance else {
             return Vec::new();
@@ -93,17 +108,9 @@ impl SchemaProvider for BigtableSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
-        let Some(instance) = &self.instance else {
-            return Ok(None);
-        };
-        match self.engine.get_table(instance, name) {
-            Ok(info) => Ok(Some(Arc::new(
-                BigtableTable::new(self.engine.clone(), info, false, self.counters.clone())
-                    .with_qualifier_hints(self.qualifiers.clone()),
-            ))),
-            Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
-        }
+        Ok(self
+            .open(name, false)?
+            .map(|t| Arc::new(t) as Arc<dyn TableProvider>))
     }
 
     fn table_exist(&self, name: &str) -> bool {
@@ -149,29 +156,16 @@ impl SchemaProvider for DatabaseSchema {
 
 /// `bigtable_history('t')`: table `t` of the query's instance with every version.
 #[derive(Debug)]
-pub struct HistoryFunction {
-    pub(crate) engine: Arc<Engine>,
-    pub(crate) instance: Option<String>,
-    pub(crate) counters: Arc<ScanCounters>,
-    /// Which qualifiers of each family the query reads.
-    pub(crate) qualifiers: Arc<QualifierHints>,
-}
+pub struct HistoryFunction(pub(crate) BigtableTables);
 
 impl TableFunctionImpl for HistoryFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
         let [Expr::Literal(ScalarValue::Utf8(Some(name)), _)] = args.exprs() else {
             return plan_err!("{HISTORY_FUNCTION}() takes one argument, a table name in quotes");
         };
-        let Some(instance) = &self.instance else {
-            return plan_err!("table '{name}' not found");
-        };
-        match self.engine.get_table(instance, name) {
-            Ok(info) => Ok(Arc::new(
-                BigtableTable::new(self.engine.clone(), info, true, self.counters.clone())
-                    .with_qualifier_hints(self.qualifiers.clone()),
-            )),
-            Err(almanac_engine::Error::NotFound { .. }) => plan_err!("table '{name}' not found"),
-            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
+        match self.0.open(name, true)? {
+            Some(t) => Ok(Arc::new(t)),
+            None => plan_err!("table '{name}' not found"),
         }
     }
 }

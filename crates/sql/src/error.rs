@@ -74,9 +74,7 @@ fn classify(e: DataFusionError) -> Error {
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
             classify(*inner)
         }
-        DataFusionError::Shared(inner) => classify(DataFusionError::External(Box::new(
-            std::io::Error::other(inner.to_string()),
-        ))),
+        DataFusionError::Shared(inner) => Error::Execution(inner.to_string()),
         DataFusionError::SQL(e, _) => {
             let message = e.to_string();
             let (line, column) = position_of(&message);

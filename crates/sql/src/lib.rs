@@ -164,15 +164,19 @@ impl SqlEngine {
         let sql = rewrite::rewrite(sql)?;
         let counters = Arc::new(ScanCounters::default());
         let qualifiers = Arc::new(qualifiers::QualifierHints::default());
+        let bigtable = catalog::BigtableTables {
+            engine: self.engine.clone(),
+            instance: scope.instance.clone(),
+            counters: counters.clone(),
+            qualifiers: qualifiers.clone(),
+        };
         let catalogs = MemoryCatalogProviderList::new();
         catalogs.register_catalog(
             catalog::CATALOG.to_string(),
             Arc::new(catalog::Catalog {
-                engine: self.engine.clone(),
                 ts: self.ts.clone(),
-                instance: scope.instance.clone(),
+                bigtable: bigtable.clone(),
                 counters: counters.clone(),
-                qualifiers: qualifiers.clone(),
             }),
         );
         let state = SessionStateBuilder::new_from_existing(self.base.clone())
@@ -181,12 +185,7 @@ impl SqlEngine {
         let ctx = SessionContext::new_with_state(state);
         ctx.register_udtf(
             catalog::HISTORY_FUNCTION,
-            Arc::new(catalog::HistoryFunction {
-                engine: self.engine.clone(),
-                instance: scope.instance.clone(),
-                counters: counters.clone(),
-                qualifiers: qualifiers.clone(),
-            }),
+            Arc::new(catalog::HistoryFunction(bigtable)),
         );
         let options = SQLOptions::new()
             .with_allow_ddl(false)

@@ -12,10 +12,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{Expr, LogicalPlan};
+
+use crate::keyrange::literal_bytes;
 
 /// What a query reads of each family column, by column name.
 #[derive(Debug, Default)]
@@ -33,25 +34,13 @@ enum Need {
     Whole,
 }
 
-fn literal_key(e: &Expr) -> Option<Vec<u8>> {
-    match e {
-        Expr::Literal(ScalarValue::Binary(Some(b)) | ScalarValue::LargeBinary(Some(b)), _) => {
-            Some(b.clone())
-        }
-        Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)), _) => {
-            Some(s.as_bytes().to_vec())
-        }
-        _ => None,
-    }
-}
-
 /// Records what `expr` reads of columns into `needs`.
 fn visit(expr: &Expr, needs: &mut BTreeMap<String, Need>) -> DfResult<()> {
     expr.apply(|e| {
         if let Expr::ScalarFunction(f) = e
             && f.name() == "get_field"
             && let [Expr::Column(c), key] = f.args.as_slice()
-            && let Some(q) = literal_key(key)
+            && let Some(q) = literal_bytes(key)
         {
             let need = needs
                 .entry(c.name.clone())

@@ -95,7 +95,6 @@ pub fn rewrite(sql: &str) -> Result<String> {
         if let Token::Number(n, false) = tok
             && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
             && w.quote_style.is_none()
-            && !text(i).ends_with(char::is_whitespace)
             && let Some(unit) = unit_name(&w.value)
             && n.chars().all(|c| c.is_ascii_digit())
         {

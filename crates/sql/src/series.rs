@@ -424,10 +424,7 @@ impl SeriesScan {
 
     fn batch(&self, builders: &mut [Builder], rows: usize) -> crate::Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
-        let options =
-            datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows));
-        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)
-            .map_err(|e| crate::Error::Execution(e.to_string()))
+        crate::source::batch(&self.schema, arrays, rows)
     }
 }
 

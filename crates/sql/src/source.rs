@@ -6,8 +6,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
@@ -30,6 +31,14 @@ impl Sink {
     pub fn send(&self, batch: RecordBatch) -> bool {
         batch.num_rows() == 0 || self.tx.blocking_send(Ok(batch)).is_ok()
     }
+}
+
+/// A batch of `rows` rows from finished column arrays (the row count is explicit, so a
+/// batch with no columns, as for `count(*)`, still counts its rows).
+pub fn batch(schema: &SchemaRef, arrays: Vec<ArrayRef>, rows: usize) -> crate::Result<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
+        .map_err(|e| crate::Error::Execution(e.to_string()))
 }
 
 /// Fills a [`Sink`] from storage, on a blocking thread.
