@@ -43,7 +43,8 @@ pub struct Options {
     /// Block cache size in bytes.
     pub cache_bytes: u64,
     /// How often the background sweep reclaims collected cells and dropped data;
-    /// `None` runs no background thread (tests call [`Engine::sweep`]).
+    /// `None` runs no background thread (tests call [`Engine::sweep`]), and the row
+    /// size survey ([`crate::rowsize`]) runs inside [`Engine::open`] instead.
     pub sweep_interval: Option<Duration>,
     /// Where to report requests that pass a recommended limit ([`crate::warning`]);
     /// `None` drops the warnings. The engine never prints.
@@ -90,6 +91,8 @@ pub(crate) struct Inner {
     pub commit: GroupCommit,
     pub sweeper: crate::gc::SweeperControl,
     pub on_warning: Option<WarningSink>,
+    /// Bounds on row sizes, in memory ([`crate::rowsize`]).
+    pub row_sizes: crate::rowsize::RowSizes,
 }
 
 /// A handle to an open data directory. Cheap to clone; all clones share one engine.
@@ -144,9 +147,13 @@ impl Engine {
             commit: GroupCommit::new(options.durability),
             sweeper: crate::gc::SweeperControl::default(),
             on_warning: options.on_warning,
+            row_sizes: crate::rowsize::RowSizes::default(),
         });
         if let Some(every) = options.sweep_interval {
             crate::gc::spawn_sweeper(&inner, every);
+            crate::rowsize::spawn_survey(&inner);
+        } else {
+            crate::rowsize::survey(&inner)?;
         }
         Ok(Self { inner })
     }

@@ -54,6 +54,11 @@ impl SweeperControl {
         }
     }
 
+    /// Whether stop was requested (other background work checks this too).
+    pub fn stopped(&self) -> bool {
+        self.state.lock().map_or(true, |s| s.1)
+    }
+
     /// Waits up to `every` or until woken; false once stop was requested.
     fn wait(&self, every: Duration) -> bool {
         let Ok(guard) = self.state.lock() else {

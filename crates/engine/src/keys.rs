@@ -196,6 +196,13 @@ impl KeyParts {
         unescape(&key[self.row_end + 4..self.qualifier_end])
     }
 
+    /// The length of the unescaped qualifier, without copying it: the escaped body
+    /// less one byte per escaped zero (each `0x00` in the body is one escape).
+    pub fn qualifier_len(&self, key: &[u8]) -> usize {
+        let body = &key[self.row_end + 4..self.qualifier_end - 2];
+        body.len() - body.iter().filter(|&&b| b == ESCAPE).count()
+    }
+
     /// The key up to and including the escaped qualifier: identifies the column.
     pub fn column<'k>(&self, key: &'k [u8]) -> &'k [u8] {
         &key[..self.qualifier_end]
@@ -231,6 +238,7 @@ mod tests {
     fn round_trip_with_zero_bytes() {
         let rp = row_prefix(7, b"a\0b\xff");
         let k = cell_key(&rp, 3, b"\0q\0", -5);
+        assert_eq!(KeyParts::parse(&k).unwrap().qualifier_len(&k), 3);
         let d = decode(&k).unwrap();
         assert_eq!(
             d,

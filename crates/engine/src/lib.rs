@@ -46,6 +46,7 @@ pub mod mutation;
 pub mod plan;
 pub mod read;
 pub mod rowset;
+pub mod rowsize;
 pub mod sample;
 pub mod schema;
 pub mod validate;

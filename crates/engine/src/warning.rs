@@ -14,7 +14,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::limits::{RECOMMENDED_FAMILIES_PER_TABLE, RECOMMENDED_VALUE_BYTES};
+use crate::limits::{
+    RECOMMENDED_FAMILIES_PER_TABLE, RECOMMENDED_ROW_BYTES, RECOMMENDED_VALUE_BYTES,
+};
 
 /// Where the engine reports warnings (see the module docs).
 pub type WarningSink = Arc<dyn Fn(&Warning) + Send + Sync>;
@@ -31,6 +33,16 @@ pub enum Warning {
         /// The value's size in bytes.
         bytes: usize,
     },
+    /// A write took a row over [`RECOMMENDED_ROW_BYTES`] (reported once per crossing;
+    /// row size as [`crate::rowsize`] measures it).
+    LargeRow {
+        /// The table's resource name (`<instance>/tables/<table>`).
+        table: String,
+        /// The row key.
+        row: Vec<u8>,
+        /// The row's size in bytes after the write.
+        bytes: u64,
+    },
     /// A table was created or changed to have more than
     /// [`RECOMMENDED_FAMILIES_PER_TABLE`] column families.
     ManyFamilies {
@@ -46,6 +58,7 @@ impl Warning {
     pub fn limit(&self) -> u64 {
         match self {
             Warning::LargeValue { .. } => RECOMMENDED_VALUE_BYTES as u64,
+            Warning::LargeRow { .. } => RECOMMENDED_ROW_BYTES as u64,
             Warning::ManyFamilies { .. } => RECOMMENDED_FAMILIES_PER_TABLE as u64,
         }
     }
@@ -54,6 +67,7 @@ impl Warning {
     pub fn size(&self) -> u64 {
         match self {
             Warning::LargeValue { bytes, .. } => *bytes as u64,
+            Warning::LargeRow { bytes, .. } => *bytes,
             Warning::ManyFamilies { families, .. } => *families as u64,
         }
     }
@@ -65,6 +79,7 @@ impl fmt::Display for Warning {
             Warning::LargeValue { table, row, .. } => {
                 ("cell value size in bytes", table, Some(row))
             }
+            Warning::LargeRow { table, row, .. } => ("row size in bytes", table, Some(row)),
             Warning::ManyFamilies { table, .. } => ("column families", table, None),
         };
         write!(

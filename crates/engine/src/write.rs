@@ -12,12 +12,15 @@
 //!    Writes see what reads see: an aggregate cell that the family's GC rule collects
 //!    counts as absent even before the sweep removes it, so AddToCell/MergeToCell
 //!    start from nothing there.
-//! 5. Turn the overlay into one fjall batch: one journal record, one sequence
+//! 5. Check the stored row's size ([`crate::rowsize`]): a row that would pass 256 MiB
+//!    is rejected whole. An in-memory bound decides; the row is measured only near a
+//!    threshold.
+//! 6. Turn the overlay into one fjall batch: one journal record, one sequence
 //!    number, so readers see all of a row's change or none of it.
-//! 6. Unlock, then wait for the fsync policy (group commit) before acknowledging. The
+//! 7. Unlock, then wait for the fsync policy (group commit) before acknowledging. The
 //!    `*_unsynced` variants leave that wait to the caller ([`Unsynced`]), so one sync
 //!    can cover many writes.
-//! 7. Report the recommended limits the write passed ([`crate::warning`]).
+//! 8. Report the recommended limits the write passed ([`crate::warning`]).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -32,6 +35,7 @@ use crate::filter::{CompiledFilter, RowFilter};
 use crate::keys;
 use crate::limits::{MAX_READ_MODIFY_WRITE_RULES, MICROS_PER_MILLI, RECOMMENDED_VALUE_BYTES};
 use crate::mutation::{Mutation, ReadModifyWriteOp, ReadModifyWriteRule, SERVER_TIME};
+use crate::rowsize;
 use crate::schema::{Granularity, ValueType};
 use crate::validate;
 use crate::warning::Warning;
@@ -130,6 +134,7 @@ impl<'a> Applier<'a> {
         for m in muts {
             self.apply_one(&rp, key, m, &mut entry)?;
         }
+        self.check_row_size(&rp, key, &entry)?;
         for v in entry.values().flatten() {
             if v.len() > RECOMMENDED_VALUE_BYTES {
                 self.warnings.push(Warning::LargeValue {
@@ -141,6 +146,76 @@ impl<'a> Applier<'a> {
         }
         self.batch.extend(entry);
         Ok(())
+    }
+
+    /// Refuses the row's entry if it would take the stored row past
+    /// [`crate::limits::MAX_ROW_BYTES`]; reports a crossing of the recommended size.
+    /// Steps in [`rowsize`].
+    fn check_row_size(&mut self, rp: &[u8], key: &[u8], entry: &Overlay) -> Result<()> {
+        let mut added = 0u64;
+        for (k, v) in entry {
+            if let Some(v) = v {
+                added += cell_bytes(k, v.len())?;
+            }
+        }
+        if added == 0 {
+            return Ok(());
+        }
+        let sizes = &self.engine.inner.row_sizes;
+        let rowsize::Check::Measure(slots) = sizes.check(rp, added) else {
+            return Ok(());
+        };
+        let size = self.measure_row(rp, key, entry)?;
+        if size > rowsize::MAX_ROW {
+            return Err(Error::limit(
+                "row size in bytes after this write",
+                size,
+                rowsize::MAX_ROW,
+            ));
+        }
+        if sizes.measured(rp, slots, added, size) {
+            self.warnings.push(Warning::LargeRow {
+                table: self.meta.resource_name(),
+                row: key.to_vec(),
+                bytes: size,
+            });
+        }
+        Ok(())
+    }
+
+    /// The row's exact size as this batch and `entry` would leave it (see [`rowsize`]).
+    fn measure_row(&self, rp: &[u8], key: &[u8], entry: &Overlay) -> Result<u64> {
+        let end = keys::row_end(self.meta.id, key);
+        let range = (Bound::Included(rp.to_vec()), Bound::Excluded(end.clone()));
+        // Pending changes decide over stored cells: the entry's over the batch's.
+        let mut pending: BTreeMap<&[u8], Option<usize>> = BTreeMap::new();
+        for layer in [&self.batch, entry] {
+            for (k, v) in layer.range::<Vec<u8>, _>(range.clone()) {
+                pending.insert(k, v.as_ref().map(Vec::len));
+            }
+        }
+        let mut cells = 0u64;
+        let mut any = false;
+        rowsize::for_each_cell(
+            &self.snapshot,
+            &self.engine.inner.cells,
+            rp,
+            Some(&end),
+            |k, p, size| {
+                if !pending.contains_key(k) && self.meta.family_by_id(p.family_id).is_some() {
+                    cells += p.qualifier_len(k) as u64 + size;
+                    any = true;
+                }
+                Ok(true)
+            },
+        )?;
+        for (k, v) in pending {
+            if let Some(len) = v {
+                cells += cell_bytes(k, len)?;
+                any = true;
+            }
+        }
+        Ok(if any { key.len() as u64 + cells } else { 0 })
     }
 
     fn delete_range(
@@ -268,6 +343,12 @@ impl<'a> Applier<'a> {
             warnings: self.warnings,
         })
     }
+}
+
+/// Bytes one cell adds to its row's size: its qualifier and its value.
+fn cell_bytes(key: &[u8], value_len: usize) -> Result<u64> {
+    let p = keys::KeyParts::parse(key)?;
+    Ok((p.qualifier_len(key) + value_len) as u64)
 }
 
 /// What is left of a commit once the locks are released: waiting for durability, then

@@ -9,7 +9,7 @@ use almanac_engine::limits::*;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::FamilyChange;
 use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableSpec};
-use almanac_engine::{Durability, Engine, Error, Options, ReadRequest, Warning};
+use almanac_engine::{Durability, Engine, Error, Options, ReadRequest, RowMutations, Warning};
 
 const I: &str = "projects/p/instances/l";
 
@@ -387,4 +387,221 @@ fn recommended_families_per_table_warns_but_succeeds() {
     e.modify_families(I, "at", &[FamilyChange::Drop("f0".into())])
         .unwrap();
     assert_eq!(taken(&seen), vec![]);
+}
+
+/// Cells of 8 MiB: large enough to fill a row in a few dozen writes, and stored apart
+/// from their keys, as large values are.
+const CHUNK: usize = 8 * 1024 * 1024;
+
+fn chunk(family: &str, q: &str) -> Mutation {
+    Mutation::SetCell {
+        family: family.into(),
+        qualifier: q.as_bytes().to_vec(),
+        timestamp_us: -1,
+        value: vec![7; CHUNK],
+    }
+}
+
+/// The row's cells as (family, qualifier, value size).
+fn row_cells(e: &Engine, key: &[u8]) -> Vec<(String, Vec<u8>, usize)> {
+    e.read_row(I, "t", key, None)
+        .unwrap()
+        .map(|r| {
+            r.cells
+                .into_iter()
+                .map(|c| (c.family.to_string(), c.qualifier.to_vec(), c.value.len()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn row_size_limit_holds_for_the_stored_row() {
+    use almanac_engine::clock::ManualClock;
+    const HOUR: i64 = 3_600_000_000;
+    let dir = std::env::temp_dir().join(format!("almanac-limits-{}-rowsize", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let clock = Arc::new(ManualClock::new(1000 * HOUR));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let open = || {
+        let sink = Arc::clone(&seen);
+        Engine::open(
+            &dir,
+            Options {
+                durability: Durability::None,
+                sweep_interval: None,
+                clock: clock.clone(),
+                on_warning: Some(Arc::new(move |w: &Warning| {
+                    sink.lock().unwrap().push(w.clone())
+                })),
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    };
+    let e = open();
+    let aged = FamilySpec {
+        gc_rule: GcRule::MaxAge { max_age_us: HOUR },
+        ..FamilySpec::default()
+    };
+    let spec = TableSpec {
+        families: vec![("cf".into(), FamilySpec::default()), ("aged".into(), aged)],
+        granularity: Granularity::Millis,
+    };
+    e.create_table(I, "t", spec).unwrap();
+
+    // Many writes, each far under the limit, fill the row to just under it: row key
+    // (1 byte) plus 31 cells of a 3-byte qualifier and 8 MiB.
+    let fill = MAX_ROW_BYTES / (CHUNK + 3);
+    for i in 0..fill {
+        e.mutate_row(I, "t", b"r", &[chunk("aged", &format!("a{i:02}"))])
+            .unwrap();
+    }
+    let full = 1 + fill * (CHUNK + 3);
+    assert!(full + CHUNK + 3 > MAX_ROW_BYTES);
+    // Passing 100 MiB was reported once, at the write that crossed it.
+    let large_rows: Vec<Warning> = taken(&seen)
+        .into_iter()
+        .filter(|w| matches!(w, Warning::LargeRow { .. }))
+        .collect();
+    let crossing = 1 + RECOMMENDED_ROW_BYTES.div_ceil(CHUNK + 3) * (CHUNK + 3);
+    assert_eq!(
+        large_rows,
+        vec![Warning::LargeRow {
+            table: format!("{I}/tables/t"),
+            row: b"r".to_vec(),
+            bytes: crossing as u64,
+        }]
+    );
+
+    // The size survives a reopen, also while the survey of stored rows runs in the
+    // background (writes measure their rows until it is done).
+    drop(e);
+    let e = Engine::open(
+        &dir,
+        Options {
+            durability: Durability::None,
+            sweep_interval: Some(std::time::Duration::from_secs(3600)),
+            clock: clock.clone(),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_invalid(
+        e.mutate_row(I, "t", b"r", &[chunk("cf", "x00")]),
+        &MAX_ROW_BYTES.to_string(),
+    );
+    e.shutdown().unwrap();
+    drop(e);
+    // Background threads let go of the directory once the engine is shut down.
+    let mut tries = 0;
+    let e = loop {
+        tries += 1;
+        match Engine::open(
+            &dir,
+            Options {
+                durability: Durability::None,
+                sweep_interval: None,
+                clock: clock.clone(),
+                on_warning: Some({
+                    let sink = Arc::clone(&seen);
+                    Arc::new(move |w: &Warning| sink.lock().unwrap().push(w.clone()))
+                }),
+                ..Options::default()
+            },
+        ) {
+            Ok(e) => break e,
+            Err(e) if tries > 250 => panic!("the directory stays locked: {e}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
+    let before = row_cells(&e, b"r");
+    assert_eq!(before.len(), fill);
+
+    // The crossing write is refused whole, naming the size and the limit.
+    let crossing_size = (full + CHUNK + 3).to_string();
+    assert_invalid(
+        e.mutate_row(I, "t", b"r", &[chunk("cf", "x00")]),
+        &format!("row size in bytes after this write is {crossing_size}"),
+    );
+    assert_invalid(
+        e.mutate_row(
+            I,
+            "t",
+            b"r",
+            &[set(b"small".to_vec(), 0, b"v".to_vec()), chunk("cf", "x00")],
+        ),
+        &MAX_ROW_BYTES.to_string(),
+    );
+    // In a batch, the entry that crosses fails alone; the batch's other rows land.
+    let statuses = e
+        .mutate_rows(
+            I,
+            "t",
+            &[
+                RowMutations {
+                    key: b"r".to_vec(),
+                    mutations: vec![chunk("cf", "x00")],
+                },
+                RowMutations {
+                    key: b"other".to_vec(),
+                    mutations: vec![set(b"q".to_vec(), 0, b"v".to_vec())],
+                },
+            ],
+        )
+        .unwrap();
+    assert!(
+        matches!(statuses[0], Err(Error::Invalid(_))),
+        "{statuses:?}"
+    );
+    assert!(statuses[1].is_ok());
+    assert_eq!(row_cells(&e, b"r"), before, "nothing partial was written");
+
+    // A row that shrinks by a delete can grow again.
+    let del = Mutation::DeleteFromColumn {
+        family: "aged".into(),
+        qualifier: b"a00".to_vec(),
+        start_us: 0,
+        end_us: None,
+    };
+    e.mutate_row(I, "t", b"r", &[del]).unwrap();
+    e.mutate_row(I, "t", b"r", &[chunk("cf", "x00")]).unwrap();
+    assert_invalid(
+        e.mutate_row(I, "t", b"r", &[chunk("cf", "x01")]),
+        &MAX_ROW_BYTES.to_string(),
+    );
+
+    // So can a row that shrinks by GC: collected cells count until the sweep removes
+    // them (a relaxed rule could show them again), then the space is free.
+    clock.advance(2 * HOUR);
+    assert_eq!(row_cells(&e, b"r").len(), 1);
+    assert_invalid(
+        e.mutate_row(I, "t", b"r", &[chunk("cf", "x01")]),
+        &MAX_ROW_BYTES.to_string(),
+    );
+    assert_eq!(e.sweep().unwrap().collected, fill as u64 - 1);
+    for i in 1..fill {
+        e.mutate_row(I, "t", b"r", &[chunk("cf", &format!("x{i:02}"))])
+            .unwrap();
+    }
+    assert_invalid(
+        e.mutate_row(I, "t", b"r", &[chunk("cf", "y00")]),
+        &MAX_ROW_BYTES.to_string(),
+    );
+
+    // And a row emptied by DeleteFromRow, even in the same request.
+    e.mutate_row(
+        I,
+        "t",
+        b"r",
+        &[
+            Mutation::DeleteFromRow,
+            chunk("cf", "z00"),
+            chunk("cf", "z01"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(row_cells(&e, b"r").len(), 2);
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
 }
