@@ -354,6 +354,7 @@ pub(crate) fn spawn_survey(inner: &Arc<Inner>) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::panic)]
     use super::*;
 
     const MIB: u64 = 1024 * 1024;
