@@ -19,6 +19,7 @@
 //! measure name or attribute keeps its first type; the schema is persisted before
 //! any row that needs it; a point is only replaced by a higher version.
 
+pub mod block;
 pub mod catalog;
 pub mod codec;
 pub mod error;

@@ -1,0 +1,524 @@
+//! Round trips of every type and shape, a seeded property test, the encoder's refusals,
+//! and a fuzz of the decoder with random and mutated blocks. Sizes and speed are in
+//! [`measure`].
+
+#![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
+
+mod measure;
+
+use super::*;
+
+/// xorshift64: a seeded stream for the property and fuzz tests.
+pub(super) struct XorShift(pub(super) u64);
+
+impl XorShift {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Uniform in [0, 1).
+    pub(super) fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn point(time_ns: i64, measures: Measures) -> BlockPoint {
+    BlockPoint {
+        time_ns,
+        version: 1,
+        measures,
+    }
+}
+
+/// Encodes, decodes, and checks every point; returns the block.
+fn round_trip(points: &[BlockPoint], multi: bool) -> Vec<u8> {
+    let bytes = encode_block(points, multi).unwrap();
+    let back = decode_block(&bytes, multi).unwrap();
+    assert_eq!(back.len(), points.len());
+    for (a, b) in points.iter().zip(&back) {
+        assert_eq!((a.time_ns, a.version), (b.time_ns, b.version));
+        assert!(a.measures.same_as(&b.measures), "{a:?} != {b:?}");
+    }
+    let (first, last, n) = decode_block_times(&bytes).unwrap();
+    assert_eq!(first, points[0].time_ns);
+    assert_eq!(last, points[points.len() - 1].time_ns);
+    assert_eq!(n, points.len());
+    bytes
+}
+
+fn edge_doubles() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.1,
+        12.3,
+        94558.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::from_bits(0x7ff0_0000_0000_0001), // signalling NaN
+        f64::from_bits(0xfff8_dead_beef_0042), // negative NaN with a payload
+        f64::MIN_POSITIVE,
+        f64::from_bits(1), // smallest subnormal
+        -f64::from_bits(1),
+        f64::MAX,
+        f64::MIN,
+        f64::EPSILON,
+        std::f64::consts::PI,
+        1e22,
+        1e-22,
+        f64::from(0.1f32),
+        9_007_199_254_740_993.0,
+    ];
+    v.extend(v.clone().iter().rev());
+    v
+}
+
+fn edge_ints() -> Vec<i64> {
+    vec![
+        0,
+        -1,
+        1,
+        i64::MIN,
+        i64::MAX,
+        i64::MIN + 1,
+        i64::MAX - 1,
+        42,
+        -7,
+        1 << 62,
+        -(1 << 62),
+        0,
+        0,
+    ]
+}
+
+fn edge_strings() -> Vec<String> {
+    vec![
+        String::new(),
+        "a".into(),
+        "héllo wörld".into(),
+        "🎈 balloon".into(),
+        "x".repeat(2048),
+        "a".into(),
+        String::new(),
+        "\0nul".into(),
+    ]
+}
+
+fn all_values() -> Vec<Value> {
+    let mut v: Vec<Value> = edge_doubles().into_iter().map(Value::Double).collect();
+    v.extend(edge_ints().into_iter().map(Value::Bigint));
+    v.extend(edge_ints().into_iter().map(Value::Timestamp));
+    v.extend(edge_strings().into_iter().map(Value::Varchar));
+    v.extend([true, false, false, true].map(Value::Boolean));
+    v
+}
+
+#[test]
+fn single_values_of_every_type_round_trip() {
+    let groups: Vec<Vec<Value>> = vec![
+        edge_doubles().into_iter().map(Value::Double).collect(),
+        edge_ints().into_iter().map(Value::Bigint).collect(),
+        edge_ints().into_iter().map(Value::Timestamp).collect(),
+        edge_strings().into_iter().map(Value::Varchar).collect(),
+        [true, false, true, true].map(Value::Boolean).to_vec(),
+        [true; 5].map(Value::Boolean).to_vec(),
+        [false; 5].map(Value::Boolean).to_vec(),
+        vec![Value::Varchar("same".into()); 100],
+        vec![Value::Double(-0.0); 7],
+        all_values(),
+    ];
+    for values in groups {
+        let points: Vec<BlockPoint> = values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| point(i as i64 * 1000, Measures::Single(v)))
+            .collect();
+        round_trip(&points, false);
+    }
+}
+
+#[test]
+fn multi_records_round_trip_in_order() {
+    let names = ["a", "b", "c", "d", "e"];
+    let points: Vec<BlockPoint> = (0..50)
+        .map(|i| {
+            let vs = all_values()
+                .into_iter()
+                .skip(i)
+                .step_by(11)
+                .zip(names)
+                .map(|(v, n)| (n.to_string(), v))
+                .collect();
+            point(i as i64, Measures::Multi(vs))
+        })
+        .collect();
+    let bytes = round_trip(&points, true);
+    // Same attributes in the same order: the order written comes back, exactly.
+    let same: Vec<BlockPoint> = points
+        .iter()
+        .map(|p| {
+            let Measures::Multi(vs) = &p.measures else {
+                unreachable!()
+            };
+            let vs = vs
+                .iter()
+                .map(|(n, _)| (n.clone(), Value::Bigint(7)))
+                .collect();
+            point(p.time_ns, Measures::Multi(vs))
+        })
+        .collect();
+    assert_eq!(
+        decode_block(&encode_block(&same, true).unwrap(), true).unwrap(),
+        same
+    );
+    assert!(decode_block(&bytes, false).is_err());
+}
+
+#[test]
+fn differing_attribute_sets_round_trip() {
+    let mut rng = XorShift(7);
+    let pool: Vec<(String, Value)> = vec![
+        ("temp".into(), Value::Double(9.5)),
+        ("temp".into(), Value::Bigint(9)), // same name, other type: its own column
+        ("humidity".into(), Value::Bigint(65)),
+        ("ok".into(), Value::Boolean(true)),
+        ("site".into(), Value::Varchar("us-west2".into())),
+        ("at".into(), Value::Timestamp(-5)),
+        ("".into(), Value::Double(1.5)),
+    ];
+    let points: Vec<BlockPoint> = (0..300)
+        .map(|i| {
+            let mut vs: Vec<(String, Value)> =
+                pool.iter().filter(|_| rng.below(3) > 0).cloned().collect();
+            // Any order.
+            for j in (1..vs.len()).rev() {
+                vs.swap(j, rng.below(j as u64 + 1) as usize);
+            }
+            point(i * 60_000_000_000, Measures::Multi(vs))
+        })
+        .collect();
+    round_trip(&points, true);
+    // Empty sets and a single point.
+    round_trip(&[point(5, Measures::Multi(vec![]))], true);
+    round_trip(&points[..1], true);
+}
+
+#[test]
+fn one_point_and_many_points() {
+    round_trip(
+        &[point(i64::MIN, Measures::Single(Value::Double(1.0)))],
+        false,
+    );
+    round_trip(&[point(-1, Measures::Single(Value::Bigint(-1)))], false);
+    let many: Vec<BlockPoint> = (0..10_000)
+        .map(|i| {
+            point(
+                1_600_000_000_000_000_000 + i * 1_000_000_000,
+                Measures::Single(Value::Double((i as f64).sin() * 40.0 + 50.0)),
+            )
+        })
+        .collect();
+    let bytes = round_trip(&many, false);
+    assert!(bytes.len() < 10_000 * 8, "{} bytes", bytes.len());
+}
+
+#[test]
+fn times_and_versions_of_any_i64() {
+    let times = [
+        i64::MIN,
+        i64::MIN + 1,
+        -1_000_000_000_000,
+        -1,
+        0,
+        1,
+        1 << 40,
+        i64::MAX - 1,
+        i64::MAX,
+    ];
+    let versions = [i64::MAX, 1, i64::MIN, 0, 1, 1, -3, 1, 2];
+    let points: Vec<BlockPoint> = times
+        .iter()
+        .zip(versions)
+        .map(|(&t, version)| BlockPoint {
+            time_ns: t,
+            version,
+            measures: Measures::Single(Value::Boolean(t > 0)),
+        })
+        .collect();
+    round_trip(&points, false);
+    // Regular times with one irregular gap, versions that change once.
+    let points: Vec<BlockPoint> = (0..500)
+        .map(|i| BlockPoint {
+            time_ns: i * 10_000_000_000 + if i > 300 { 7 } else { 0 },
+            version: if i < 250 { 1 } else { 1_700_000_000_000 },
+            measures: Measures::Single(Value::Timestamp(i * 3)),
+        })
+        .collect();
+    round_trip(&points, false);
+}
+
+/// A random value of a random flavour: walks, decimals, edge values, constants.
+fn random_value(rng: &mut XorShift, kind: u64, state: &mut f64) -> Value {
+    match kind {
+        0 => {
+            *state = (*state + rng.unit() - 0.5).clamp(0.0, 100.0);
+            Value::Double(*state)
+        }
+        1 => Value::Double((rng.below(2000) as f64 - 1000.0) / 10.0),
+        2 => Value::Double(f64::from_bits(rng.next())),
+        3 => Value::Bigint(rng.next() as i64 >> rng.below(64)),
+        4 => Value::Timestamp(1_600_000_000_000_000_000 + rng.below(1 << 30) as i64),
+        5 => Value::Boolean(rng.below(2) == 0),
+        6 => Value::Varchar(
+            ["", "a", "bb", "héllo"][rng.below(4) as usize].repeat(rng.below(3) as usize),
+        ),
+        7 => Value::Double(f64::from(rng.unit() as f32)),
+        _ => {
+            let edges = all_values();
+            edges[rng.below(edges.len() as u64) as usize].clone()
+        }
+    }
+}
+
+#[test]
+fn random_blocks_round_trip() {
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    for case in 0..300 {
+        let n = 1 + rng.below(if case % 10 == 0 { 2000 } else { 120 }) as usize;
+        let multi = case % 2 == 0;
+        let attrs = 1 + rng.below(6);
+        let kinds: Vec<u64> = (0..attrs).map(|_| rng.below(9)).collect();
+        let mut states = vec![50.0; attrs as usize];
+        let regular = rng.below(2) == 0;
+        let mut t = rng.next() as i64 >> 2;
+        let points: Vec<BlockPoint> = (0..n)
+            .map(|_| {
+                t += if regular {
+                    10_000_000_000
+                } else {
+                    1 + rng.below(1 << 40) as i64
+                };
+                let version = if rng.below(20) == 0 {
+                    rng.next() as i64
+                } else {
+                    1
+                };
+                let measures = if multi {
+                    let mut vs = Vec::new();
+                    for a in 0..attrs as usize {
+                        if rng.below(8) > 0 {
+                            let v = random_value(&mut rng, kinds[a], &mut states[a]);
+                            vs.push((format!("m{a}"), v));
+                        }
+                    }
+                    Measures::Multi(vs)
+                } else {
+                    Measures::Single(random_value(&mut rng, kinds[0], &mut states[0]))
+                };
+                BlockPoint {
+                    time_ns: t,
+                    version,
+                    measures,
+                }
+            })
+            .collect();
+        round_trip(&points, multi);
+    }
+}
+
+#[test]
+fn encoder_refuses_what_it_cannot_store() {
+    let p = |t| point(t, Measures::Single(Value::Bigint(1)));
+    assert!(encode_block(&[], false).is_err());
+    assert!(encode_block(&[p(2), p(1)], false).is_err());
+    assert!(encode_block(&[p(1), p(1)], false).is_err());
+    assert!(encode_block(&[p(1)], true).is_err());
+    let m = |vs: Vec<(&str, Value)>| {
+        point(
+            0,
+            Measures::Multi(vs.into_iter().map(|(n, v)| (n.to_string(), v)).collect()),
+        )
+    };
+    assert!(encode_block(&[m(vec![("a", Value::Bigint(1))])], false).is_err());
+    let twice = m(vec![("a", Value::Bigint(1)), ("a", Value::Bigint(2))]);
+    assert!(encode_block(&[twice], true).is_err());
+    let two_types = m(vec![("a", Value::Bigint(1)), ("a", Value::Double(2.0))]);
+    round_trip(&[two_types], true);
+}
+
+#[test]
+fn golden_block() {
+    // Two readings 10 s apart: the bytes of format version 1, pinned.
+    let points: Vec<BlockPoint> = (0..2)
+        .map(|i| {
+            point(
+                1_000_000_000 + i * 10_000_000_000,
+                Measures::Multi(vec![
+                    ("temp".into(), Value::Double(9.5 + i as f64)),
+                    ("ok".into(), Value::Boolean(true)),
+                ]),
+            )
+        })
+        .collect();
+    let bytes = encode_block(&points, true).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_HEX, "format version 1 changed");
+    assert_eq!(decode_block(&bytes, true).unwrap(), points);
+}
+
+/// `01 01 02` version, MULTI, 2 points; `80a8d6b907` zigzag first time;
+/// `80c8afa025` span; `02 00 04 "temp" 03 02 "ok"` columns DOUBLE temp, BOOLEAN ok;
+/// `01 03` one set holding both (no per-point numbers); times: `0b 02 80a8d6b907
+/// 8090dfc04a` (DOD: first, first delta); versions: `03 02 02 00`; temp: `06 00 01 02
+/// be01 14` (DECIMAL e=1 of 95, 105 by DOD); ok: `01 01` (all true).
+const GOLDEN_HEX: &str = concat!(
+    "010102",
+    "80a8d6b907",
+    "80c8afa025",
+    "02",
+    "000474656d70",
+    "03026f6b",
+    "0103",
+    "0b0280a8d6b9078090dfc04a",
+    "03020200",
+    "06000102be0114",
+    "0101",
+);
+
+#[test]
+fn corrupt_headers_are_refused_before_allocating() {
+    let valid = encode_block(&[point(0, Measures::Single(Value::Bigint(1)))], false).unwrap();
+    // A point count of 2^60.
+    let mut huge = vec![FORMAT_VERSION, 0];
+    put_varint(&mut huge, 1 << 60);
+    huge.extend_from_slice(&valid[3..]);
+    assert!(matches!(decode_block(&huge, false), Err(Error::Corrupt(_))));
+    assert!(decode_block_times(&huge).is_err());
+    // The largest legal count, with a block far too short to pay for it.
+    let mut big = vec![FORMAT_VERSION, 0];
+    put_varint(&mut big, MAX_BLOCK_POINTS as u64);
+    big.extend_from_slice(&[0, 0, 1, 0, 1, 1]);
+    assert!(matches!(decode_block(&big, false), Err(Error::Corrupt(_))));
+    // Other versions, flags, kinds.
+    for (i, b) in [(0, 2u8), (0, 0), (1, 2), (1, 1)] {
+        let mut v = valid.clone();
+        v[i] = b;
+        assert!(
+            matches!(decode_block(&v, false), Err(Error::Corrupt(_))),
+            "{i} {b}"
+        );
+    }
+    assert!(decode_block(&valid, true).is_err());
+    assert!(decode_block(&[], false).is_err());
+    // Trailing garbage, but zero padding is fine.
+    let mut v = valid.clone();
+    v.push(0);
+    assert!(decode_block(&v, false).is_ok());
+    v.push(1);
+    assert!(decode_block(&v, false).is_err());
+}
+
+#[test]
+fn constant_blocks_are_padded_to_pay_for_their_points() {
+    let points: Vec<BlockPoint> = (0..100_000)
+        .map(|i| {
+            point(
+                i,
+                Measures::Multi(vec![("x".into(), Value::Varchar("y".repeat(100)))]),
+            )
+        })
+        .collect();
+    let bytes = round_trip(&points, true);
+    // n + v bits, plus a bit per 8 string bytes.
+    assert_eq!(bytes.len(), (200_000 + 10_000_000 / 8usize).div_ceil(8));
+}
+
+/// Decodes anything: errors are fine, panics are not, and what decodes is no larger
+/// than the expansion rule allows.
+fn decode_anything(bytes: &[u8]) {
+    for multi in [false, true] {
+        if let Ok(points) = decode_block(bytes, multi) {
+            let values: usize = points
+                .iter()
+                .map(|p| match &p.measures {
+                    Measures::Single(_) => 1,
+                    Measures::Multi(vs) => vs.len(),
+                })
+                .sum();
+            assert!(points.len() + values <= bytes.len() * 8);
+        }
+    }
+    let _ = decode_block_times(bytes);
+}
+
+#[test]
+fn fuzz_decoder() {
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    for len in 0..3000 {
+        let bytes: Vec<u8> = (0..len % 64).map(|_| rng.next() as u8).collect();
+        decode_anything(&bytes);
+        let mut with_header = vec![FORMAT_VERSION, (len % 2) as u8];
+        with_header.extend(&bytes);
+        decode_anything(&with_header);
+    }
+    // Mutations of valid blocks of every shape.
+    let mut seeds = Vec::new();
+    for (i, v) in all_values().into_iter().enumerate() {
+        let points: Vec<BlockPoint> = (0..20)
+            .map(|t| point(t * 1000 + i as i64, Measures::Single(v.clone())))
+            .collect();
+        seeds.push(encode_block(&points, false).unwrap());
+    }
+    let multi: Vec<BlockPoint> = (0..40)
+        .map(|t| {
+            let vs = all_values()
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| (i + t) % 3 != 0)
+                .map(|(i, v)| (format!("a{}", i % 9), v))
+                .fold(Vec::<(String, Value)>::new(), |mut acc, (n, v)| {
+                    if !acc.iter().any(|(m, w)| *m == n && w.kind() == v.kind()) {
+                        acc.push((n, v));
+                    }
+                    acc
+                });
+            point(t as i64 * 10, Measures::Multi(vs))
+        })
+        .collect();
+    seeds.push(encode_block(&multi, true).unwrap());
+    for round in 0..6000 {
+        let mut b = seeds[round % seeds.len()].clone();
+        match rng.below(5) {
+            0 => {
+                let i = rng.below(b.len() as u64) as usize;
+                b[i] ^= 1 << rng.below(8);
+            }
+            1 => {
+                let i = rng.below(b.len() as u64) as usize;
+                b[i] = rng.next() as u8;
+            }
+            2 => b.truncate(rng.below(b.len() as u64) as usize),
+            3 => {
+                let i = rng.below(b.len() as u64 + 1) as usize;
+                b.insert(i, rng.next() as u8);
+            }
+            _ => {
+                for _ in 0..4 {
+                    let i = rng.below(b.len() as u64) as usize;
+                    b[i] = [0x00, 0xff, 0x80, 0x7f][rng.below(4) as usize];
+                }
+            }
+        }
+        decode_anything(&b);
+    }
+}

@@ -1,0 +1,298 @@
+//! Sizes and speed on the data we care about: TSBS `cpu-only` (ten full-precision
+//! random walks per record, 10 s apart; the generator of `almanac bench tsbs`, copied
+//! down to its walk) and the seeds' weather balloons (one reading a minute). Sizes are
+//! asserted; speed is printed by an ignored test, to be run in release:
+//! `cargo test -p almanac-timeseries --release --lib block -- --ignored --nocapture`.
+
+use std::time::Instant;
+
+use super::super::*;
+use super::XorShift;
+
+/// TSBS's ten CPU fields.
+const FIELDS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
+/// 2016-01-01T00:00:00Z, TSBS's default start.
+const T0_NS: i64 = 1_451_606_400_000_000_000;
+/// One hour of readings every 10 s.
+const TSBS_POINTS: usize = 360;
+
+/// SplitMix64 and Box-Muller, as `crates/cli/src/tsbs/data.rs` draws them.
+struct SplitMix {
+    state: u64,
+    spare: Option<f64>,
+}
+
+impl SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn normal(&mut self) -> f64 {
+        if let Some(z) = self.spare.take() {
+            return z;
+        }
+        let u1 = 1.0 - self.next_f64();
+        let u2 = self.next_f64();
+        let r = (-2.0 * u1.ln()).sqrt();
+        let theta = std::f64::consts::TAU * u2;
+        self.spare = Some(r * theta.sin());
+        r * theta.cos()
+    }
+}
+
+/// One host's hour: ten walks started uniform in [0, 100), N(0, 1) steps clamped.
+fn tsbs_block(seed: u64) -> Vec<BlockPoint> {
+    let mut rng = SplitMix {
+        state: seed,
+        spare: None,
+    };
+    let mut values: [f64; 10] = std::array::from_fn(|_| rng.next_f64() * 100.0);
+    (0..TSBS_POINTS)
+        .map(|i| {
+            if i > 0 {
+                for v in &mut values {
+                    *v = (*v + rng.normal()).clamp(0.0, 100.0);
+                }
+            }
+            BlockPoint {
+                time_ns: T0_NS + i as i64 * 10_000_000_000,
+                version: 1,
+                measures: Measures::Multi(
+                    FIELDS
+                        .iter()
+                        .zip(values)
+                        .map(|(n, v)| (n.to_string(), Value::Double(v)))
+                        .collect(),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Bits of the doubles under Gorilla's XOR encoding (InfluxDB's TSM float encoding).
+fn gorilla_bits(values: &[f64]) -> u64 {
+    let mut bits = 64;
+    let (mut lead, mut trail) = (u32::MAX, 0);
+    for w in values.windows(2) {
+        let x = w[0].to_bits() ^ w[1].to_bits();
+        if x == 0 {
+            bits += 1;
+            continue;
+        }
+        let (l, t) = (x.leading_zeros().min(31), x.trailing_zeros());
+        if lead != u32::MAX && l >= lead && t >= trail {
+            bits += 2 + u64::from(64 - lead - trail);
+        } else {
+            bits += 2 + 5 + 6 + u64::from(64 - l - t);
+            (lead, trail) = (l, t);
+        }
+    }
+    bits
+}
+
+fn values_of(points: &[BlockPoint]) -> usize {
+    points
+        .iter()
+        .map(|p| match &p.measures {
+            Measures::Single(_) => 1,
+            Measures::Multi(vs) => vs.len(),
+        })
+        .sum()
+}
+
+/// Bytes per value of blocks, and what Gorilla's XOR alone takes for the doubles.
+fn bytes_per_point(blocks: &[(Vec<BlockPoint>, bool)]) -> (f64, f64) {
+    let (mut bytes, mut values, mut gorilla) = (0, 0, 0);
+    for (points, multi) in blocks {
+        let block = encode_block(points, *multi).unwrap();
+        assert_eq!(decode_block(&block, *multi).unwrap(), *points);
+        bytes += block.len();
+        values += values_of(points);
+        let names: Vec<&str> = match &points[0].measures {
+            Measures::Multi(vs) => vs.iter().map(|(n, _)| n.as_str()).collect(),
+            Measures::Single(_) => vec![""],
+        };
+        for (i, _) in names.iter().enumerate() {
+            let column: Vec<f64> = points
+                .iter()
+                .map(|p| match &p.measures {
+                    Measures::Multi(vs) => &vs[i].1,
+                    Measures::Single(v) => v,
+                })
+                .map(|v| match v {
+                    Value::Double(x) => *x,
+                    Value::Bigint(x) | Value::Timestamp(x) => *x as f64,
+                    _ => 0.0,
+                })
+                .collect();
+            gorilla += gorilla_bits(&column);
+        }
+    }
+    (
+        bytes as f64 / values as f64,
+        gorilla as f64 / 8.0 / values as f64,
+    )
+}
+
+#[test]
+fn tsbs_cpu_hour_is_small() {
+    let blocks: Vec<(Vec<BlockPoint>, bool)> =
+        (0..40).map(|seed| (tsbs_block(seed), true)).collect();
+    let (ours, gorilla) = bytes_per_point(&blocks);
+    println!(
+        "TSBS cpu-only, 360 points x 10 fields a block: {ours:.3} B/point (Gorilla XOR of the values alone: {gorilla:.3})"
+    );
+    assert!(ours < 7.0, "{ours:.3} B/point");
+}
+
+/// One balloon's hour, as `almanac bench patterns` writes it: pressure, humidity and
+/// altitude are integers, temperature has one decimal.
+fn balloon_hour(balloon: u64, hour: u64, rng: &mut XorShift) -> Vec<[Value; 4]> {
+    let base = (balloon % 17) as f64;
+    (0..60)
+        .map(|m| {
+            let minute = hour * 60 + m;
+            let pressure = 94_000 + rng.below(2000) as i64;
+            let temperature = format!("{:.1}", 5.0 + base + (rng.below(100) as f64) / 10.0);
+            [
+                Value::Bigint(pressure),
+                Value::Double(temperature.parse().unwrap()),
+                Value::Bigint(40 + rng.below(50) as i64),
+                Value::Bigint(500 + (minute % 600) as i64 + rng.below(10) as i64),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn balloon_hours_are_small() {
+    let mut rng = XorShift(3698);
+    let names = ["pressure", "temperature", "humidity", "altitude"];
+    let (mut multi, mut single) = (Vec::new(), Vec::new());
+    for balloon in 0..20 {
+        for hour in 0..24 {
+            let readings = balloon_hour(balloon, hour, &mut rng);
+            let time = |m: usize| T0_NS + (hour as i64 * 60 + m as i64) * 60_000_000_000;
+            multi.push((
+                readings
+                    .iter()
+                    .enumerate()
+                    .map(|(m, r)| BlockPoint {
+                        time_ns: time(m),
+                        version: 1,
+                        measures: Measures::Multi(
+                            names
+                                .iter()
+                                .map(|n| n.to_string())
+                                .zip(r.iter().cloned())
+                                .collect(),
+                        ),
+                    })
+                    .collect(),
+                true,
+            ));
+            for i in 0..4 {
+                single.push((
+                    readings
+                        .iter()
+                        .enumerate()
+                        .map(|(m, r)| BlockPoint {
+                            time_ns: time(m),
+                            version: 1,
+                            measures: Measures::Single(r[i].clone()),
+                        })
+                        .collect(),
+                    false,
+                ));
+            }
+        }
+    }
+    let (m, m_gorilla) = bytes_per_point(&multi);
+    let (s, s_gorilla) = bytes_per_point(&single);
+    println!(
+        "balloons, 1 h blocks (60 readings): MULTI {m:.3} B/point, single {s:.3} B/point (Gorilla XOR of the values as doubles: {m_gorilla:.3})"
+    );
+    let _ = s_gorilla;
+    assert!(m < 2.0, "{m:.3}");
+    assert!(s < 2.5, "{s:.3}");
+}
+
+#[test]
+#[ignore = "timing; run in release"]
+fn speed() {
+    let blocks: Vec<Vec<BlockPoint>> = (0..50).map(tsbs_block).collect();
+    let encoded: Vec<Vec<u8>> = blocks
+        .iter()
+        .map(|b| encode_block(b, true).unwrap())
+        .collect();
+    let values = (blocks.len() * TSBS_POINTS * FIELDS.len()) as f64;
+    let reps = 20;
+    let t = Instant::now();
+    for _ in 0..reps {
+        for b in &blocks {
+            std::hint::black_box(encode_block(b, true).unwrap());
+        }
+    }
+    let encode_ns = t.elapsed().as_nanos() as f64 / reps as f64 / values;
+    let t = Instant::now();
+    for _ in 0..reps {
+        for b in &encoded {
+            std::hint::black_box(decode_block(b, true).unwrap());
+        }
+    }
+    let decode_ns = t.elapsed().as_nanos() as f64 / reps as f64 / values;
+    // The columns alone, without building a Point (and a name String) per value.
+    let t = Instant::now();
+    for _ in 0..reps {
+        for b in &encoded {
+            std::hint::black_box(decode_columns_only(b));
+        }
+    }
+    let columns_ns = t.elapsed().as_nanos() as f64 / reps as f64 / values;
+    println!(
+        "TSBS blocks of 360 x 10 doubles: encode {encode_ns:.1} ns/value, decode_block {decode_ns:.1} ns/value \
+         ({:.1} us/block), the double columns alone {columns_ns:.1} ns/value ({:.1} us/block)",
+        decode_ns * 3600.0 / 1000.0,
+        columns_ns * 3600.0 / 1000.0
+    );
+}
+
+/// Decodes the sections of a TSBS block without assembling points.
+fn decode_columns_only(block: &[u8]) -> usize {
+    let mut r = ByteReader::new(block);
+    let h = header(&mut r).unwrap();
+    let d = r.varint().unwrap() as usize;
+    for _ in 0..d {
+        r.u8().unwrap();
+        let len = r.varint().unwrap() as usize;
+        r.take(len).unwrap();
+    }
+    let s = r.varint().unwrap();
+    assert_eq!(s, 1);
+    r.take(d.div_ceil(8)).unwrap();
+    let mut total = ints::decode(r.section().unwrap(), h.n).unwrap().len();
+    total += ints::decode(r.section().unwrap(), h.n).unwrap().len();
+    for _ in 0..d {
+        total += floats::decode(r.section().unwrap(), h.n).unwrap().len();
+    }
+    total
+}
