@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// Seconds between background GC sweeps.
     #[arg(long, default_value_t = 60)]
     sweep_secs: u64,
+    /// Seconds between passes that seal closed buckets of time-series tables into
+    /// compressed blocks (0: never).
+    #[arg(long, default_value_t = 60)]
+    seal_secs: u64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -80,6 +84,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
+        let sealer = tokio::spawn(seal_periodically(ts.clone(), args.seal_secs, stop_rx.clone()));
         let http = tokio::spawn(almanac_server::timestream::serve(ts, sql.clone(), ts_listener, stopped(stop_rx.clone())));
         let grpc = almanac_server::serve(engine.clone(), sql, bound, async move {
             shutdown_signal().await;
@@ -87,11 +92,36 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         });
         grpc.await?;
         http.await.context("timestream endpoint task")?.context("timestream endpoint")?;
+        sealer.await.context("seal task")?;
         anyhow::Ok(())
     })?;
     engine.shutdown().context("flushing on shutdown")?;
     eprintln!("almanac: stopped cleanly");
     Ok(())
+}
+
+/// Seals the closed buckets of every time-series table every `secs` seconds, until
+/// `stop` turns true (a pass under way finishes first).
+async fn seal_periodically(
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    secs: u64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    if secs == 0 {
+        return;
+    }
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(secs)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let ts = ts.clone();
+        match tokio::task::spawn_blocking(move || ts.seal_all()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("almanac: sealing closed buckets failed: {e}"),
+            Err(e) => eprintln!("almanac: sealing closed buckets failed: {e}"),
+        }
+    }
 }
 
 async fn shutdown_signal() {
@@ -126,8 +156,9 @@ pub struct CompactArgs {
     data_dir: Option<PathBuf>,
 }
 
-/// Opens the data directory, rewrites the cell tables into one sorted run (dropping
-/// overwritten, deleted and collected data), and prints the bytes before and after.
+/// Opens the data directory, seals the closed buckets of time-series tables, rewrites
+/// the cell tables into one sorted run (dropping overwritten, deleted and collected
+/// data), and prints the bytes before and after.
 pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
     let dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
     let engine = Engine::open(
@@ -144,6 +175,17 @@ pub fn compact(args: CompactArgs) -> anyhow::Result<()> {
         )
     })?;
     let before = engine.disk_space()?;
+    let store = EmbeddedStore::new(Arc::new(engine.clone()), DEFAULT_INSTANCE);
+    let sealed = TimeSeries::open(Arc::new(store), Arc::new(SystemClock))
+        .context("opening the time-series catalog")?
+        .seal_all()
+        .context("sealing closed buckets")?;
+    if sealed.buckets > 0 {
+        println!(
+            "sealed {} closed buckets ({} points; {} rows folded into blocks)",
+            sealed.buckets, sealed.points, sealed.rows_removed
+        );
+    }
     engine.compact().context("compacting")?;
     let after = engine.disk_space()?;
     let journal = engine.journal_space()?;

@@ -216,6 +216,7 @@ async fn devops_queries_match_a_naive_evaluation() -> Result {
                     pattern,
                     bucket_secs: 3600,
                     reverse_time: false,
+                    seal: true,
                 },
                 retention: Some(Retention {
                     memory_hours: 48,
@@ -249,60 +250,69 @@ async fn devops_queries_match_a_naive_evaluation() -> Result {
             ts.write_records("tsbs", table, None, &records)?;
         }
     }
-    let sql = SqlEngine::new(engine, ts)?;
+    let sql = SqlEngine::new(engine, ts.clone())?;
     let scope = Scope::default();
     let window = start_ns + HOUR_NS + 17 * MINUTE_NS;
     let eight: Vec<String> = (2..10).map(|h| format!("host_{h}")).collect();
-    for (table, _) in patterns {
-        let t = format!("tsbs.{table}");
-        let run = |q: String| {
-            let sql = &sql;
-            let scope = &scope;
-            async move { sql.query(&q, scope).await.map(|o| rows_of(&o)) }
-        };
-        assert_same(
-            &format!("{table} single-groupby-1-1-1"),
-            &run(devops::single_groupby_1_1_1(&t, "host_3", window)).await?,
-            &naive_single_groupby(&data, "host_3", window),
-        );
-        assert_same(
-            &format!("{table} cpu-max-all-8"),
-            &run(devops::cpu_max_all_8(&t, &eight, window)).await?,
-            &naive_cpu_max_all(&data, &eight, window),
-        );
-        assert_same(
-            &format!("{table} double-groupby-1"),
-            &run(devops::double_groupby_1(&t, window)).await?,
-            &naive_double_groupby(&data, window),
-        );
-        assert_same(
-            &format!("{table} high-cpu-all"),
-            &run(devops::high_cpu_all(&t, window)).await?,
-            &naive_high_cpu(&data, window),
-        );
-        assert_same(
-            &format!("{table} lastpoint"),
-            &run(devops::lastpoint(&t)).await?,
-            &naive_lastpoint(&data),
-        );
-        let all = sql.query(&devops::scan_all(&t), &scope).await?;
-        assert_eq!(
-            all.scan.rows_produced,
-            data.len() as u64,
-            "{table}: a full scan produces every record"
-        );
+    // The same answers before and after the closed hours are sealed into blocks.
+    for sealed in [false, true] {
+        if sealed {
+            let stats = ts.seal_all()?;
+            assert!(stats.buckets > 0, "nothing was sealed");
+        }
+        for (table, _) in patterns {
+            let t = format!("tsbs.{table}");
+            let run = |q: String| {
+                let sql = &sql;
+                let scope = &scope;
+                async move { sql.query(&q, scope).await.map(|o| rows_of(&o)) }
+            };
+            assert_same(
+                &format!("{table} sealed={sealed} single-groupby-1-1-1"),
+                &run(devops::single_groupby_1_1_1(&t, "host_3", window)).await?,
+                &naive_single_groupby(&data, "host_3", window),
+            );
+            assert_same(
+                &format!("{table} sealed={sealed} cpu-max-all-8"),
+                &run(devops::cpu_max_all_8(&t, &eight, window)).await?,
+                &naive_cpu_max_all(&data, &eight, window),
+            );
+            assert_same(
+                &format!("{table} sealed={sealed} double-groupby-1"),
+                &run(devops::double_groupby_1(&t, window)).await?,
+                &naive_double_groupby(&data, window),
+            );
+            assert_same(
+                &format!("{table} sealed={sealed} high-cpu-all"),
+                &run(devops::high_cpu_all(&t, window)).await?,
+                &naive_high_cpu(&data, window),
+            );
+            assert_same(
+                &format!("{table} sealed={sealed} lastpoint"),
+                &run(devops::lastpoint(&t)).await?,
+                &naive_lastpoint(&data),
+            );
+            let all = sql.query(&devops::scan_all(&t), &scope).await?;
+            assert_eq!(
+                all.scan.rows_produced,
+                data.len() as u64,
+                "{table} sealed={sealed}: a full scan produces every record"
+            );
+        }
+        if !sealed {
+            // Pushdown: one host's hour reads about an hour of that host, not the table.
+            let one = sql
+                .query(
+                    &devops::single_groupby_1_1_1("tsbs.cpu", "host_3", window),
+                    &scope,
+                )
+                .await?;
+            assert!(
+                one.scan.rows_produced <= 61,
+                "single-groupby read {} records for one host-hour",
+                one.scan.rows_produced
+            );
+        }
     }
-    // Pushdown: one host's hour reads about an hour of that host, not the table.
-    let one = sql
-        .query(
-            &devops::single_groupby_1_1_1("tsbs.cpu", "host_3", window),
-            &scope,
-        )
-        .await?;
-    assert!(
-        one.scan.rows_produced <= 61,
-        "single-groupby read {} records for one host-hour",
-        one.scan.rows_produced
-    );
     Ok(())
 }

@@ -122,6 +122,7 @@ fn load_timeseries(ts: &TimeSeries<EmbeddedStore>) -> Result {
                     pattern,
                     bucket_secs: 600,
                     reverse_time: false,
+                    seal: true,
                 },
                 retention,
                 ..NewTable::default()

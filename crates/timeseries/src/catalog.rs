@@ -31,6 +31,8 @@ const META_QUALIFIER: &[u8] = b"m";
 pub const MEASURE_FAMILY: &str = "m";
 /// See [`MEASURE_FAMILY`].
 pub const META_FAMILY: &str = "x";
+/// The family of sealed blocks ([`crate::seal`]), in tables that seal.
+pub const BLOCK_FAMILY: &str = "b";
 /// Longest Bigtable table id.
 const MAX_STORE_TABLE_ID: usize = 50;
 
@@ -58,6 +60,17 @@ pub struct TableMeta {
     pub created_ms: i64,
     /// Last update, ms since the epoch.
     pub updated_ms: i64,
+}
+
+impl TableMeta {
+    /// The families of the table's Bigtable table.
+    pub fn families(&self) -> Vec<&'static str> {
+        let mut out = vec![MEASURE_FAMILY, META_FAMILY];
+        if self.layout.seal {
+            out.push(BLOCK_FAMILY);
+        }
+        out
+    }
 }
 
 /// What CreateTable asks for.
@@ -387,10 +400,6 @@ impl<S: WideColumnStore> Catalog<S> {
         }
         let store_table = self.store_table_id(&st, db, name)?;
         let rule = retention_rule(&retention);
-        self.store.create_table(
-            &store_table,
-            &[(MEASURE_FAMILY, rule.clone()), (META_FAMILY, rule)],
-        )?;
         let meta = TableMeta {
             database: db.into(),
             name: name.into(),
@@ -403,6 +412,12 @@ impl<S: WideColumnStore> Catalog<S> {
             created_ms: now_ms,
             updated_ms: now_ms,
         };
+        let families: Vec<(&str, GcRule)> = meta
+            .families()
+            .into_iter()
+            .map(|f| (f, rule.clone()))
+            .collect();
+        self.store.create_table(&meta.store_table, &families)?;
         let handle = TableHandle::new(meta.clone());
         if let Err(e) = self.put_table(&handle, meta) {
             let _ = self.store.delete_table(&handle.meta().store_table);
@@ -472,10 +487,10 @@ impl<S: WideColumnStore> Catalog<S> {
             validate_retention(&r)?;
             if r != meta.retention {
                 let rule = retention_rule(&r);
-                self.store
-                    .set_gc_rule(&meta.store_table, MEASURE_FAMILY, rule.clone())?;
-                self.store
-                    .set_gc_rule(&meta.store_table, META_FAMILY, rule)?;
+                for family in meta.families() {
+                    self.store
+                        .set_gc_rule(&meta.store_table, family, rule.clone())?;
+                }
             }
             meta.retention = r;
         }

@@ -3,7 +3,8 @@
 //! time in the row key is reversed (newest first). Chosen at table creation, fixed after.
 //!
 //! Over the Timestream API the layout is chosen with CreateTable tags
-//! (`almanac:layout`, `almanac:bucket`, `almanac:reverse-time`); see [`Layout::from_tags`].
+//! (`almanac:layout`, `almanac:bucket`, `almanac:reverse-time`, `almanac:seal`); see
+//! [`Layout::from_tags`].
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +71,9 @@ pub const TAG_LAYOUT: &str = "almanac:layout";
 pub const TAG_BUCKET: &str = "almanac:bucket";
 /// Tag key choosing reversed time in row keys (`true` / `false`).
 pub const TAG_REVERSE_TIME: &str = "almanac:reverse-time";
+/// Tag key choosing whether closed buckets are sealed into compressed blocks
+/// (`true` / `false`; see [`crate::seal`]).
+pub const TAG_SEAL: &str = "almanac:seal";
 
 /// The default pattern, chosen by measurement (`almanac bench patterns` and `almanac
 /// bench tsbs`; tables in the README): with multi-measure records (what Timestream
@@ -87,10 +91,16 @@ pub const DEFAULT_BUCKET_SECS: i64 = 3600;
 pub struct Layout {
     /// The pattern.
     pub pattern: Pattern,
-    /// Bucket length in seconds (bucketed patterns only; ignored otherwise).
+    /// Bucket length in seconds: a row's span in the bucketed patterns, and the span
+    /// of one sealed block in every pattern.
     pub bucket_secs: i64,
     /// Time in row keys counts down, so the newest row of a series sorts first.
     pub reverse_time: bool,
+    /// Closed buckets are sealed: each series' points of the bucket are rewritten
+    /// into one compressed block cell ([`crate::seal`]). Tables described before
+    /// sealing existed have no block family and read as `false`.
+    #[serde(default)]
+    pub seal: bool,
 }
 
 impl Default for Layout {
@@ -99,6 +109,7 @@ impl Default for Layout {
             pattern: DEFAULT_PATTERN,
             bucket_secs: DEFAULT_BUCKET_SECS,
             reverse_time: false,
+            seal: true,
         }
     }
 }
@@ -122,22 +133,24 @@ impl Layout {
             match key {
                 TAG_LAYOUT => layout.pattern = Pattern::parse(value)?,
                 TAG_BUCKET => layout.bucket_secs = parse_duration_secs(value)?,
-                TAG_REVERSE_TIME => {
-                    layout.reverse_time = match value {
-                        "true" => true,
-                        "false" => false,
-                        _ => {
-                            return Err(Error::invalid(format!(
-                                "tag {TAG_REVERSE_TIME} must be true or false, not {value:?}"
-                            )));
-                        }
-                    }
-                }
+                TAG_REVERSE_TIME => layout.reverse_time = parse_flag(key, value)?,
+                TAG_SEAL => layout.seal = parse_flag(key, value)?,
                 _ => {}
             }
         }
         layout.validate()?;
         Ok(layout)
+    }
+}
+
+/// Parses the value of a true/false tag.
+fn parse_flag(key: &str, value: &str) -> Result<bool> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "tag {key} must be true or false, not {value:?}"
+        ))),
     }
 }
 
@@ -173,11 +186,20 @@ mod tests {
             (TAG_LAYOUT, "row-serialized"),
             (TAG_BUCKET, "15m"),
             (TAG_REVERSE_TIME, "true"),
+            (TAG_SEAL, "false"),
             ("owner", "me"),
         ])?;
         assert_eq!(l.pattern, Pattern::RowSerialized);
         assert_eq!(l.bucket_secs, 900);
         assert!(l.reverse_time);
+        assert!(!l.seal);
+        assert!(Layout::from_tags([(TAG_SEAL, "yes")]).is_err());
+        // Descriptions written before sealing existed read as unsealed.
+        let old: Layout = serde_json::from_str(
+            r#"{"pattern":"row-serialized","bucket_secs":3600,"reverse_time":false}"#,
+        )
+        .map_err(|e| Error::Corrupt(e.to_string()))?;
+        assert!(!old.seal);
         assert_eq!(Layout::from_tags([])?, Layout::default());
         assert!(Layout::from_tags([(TAG_LAYOUT, "wide")]).is_err());
         assert!(Layout::from_tags([(TAG_BUCKET, "0")]).is_err());

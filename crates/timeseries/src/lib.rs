@@ -30,6 +30,7 @@ pub mod model;
 pub mod query;
 pub mod rows;
 pub mod schema;
+pub mod seal;
 pub mod series;
 pub mod store;
 pub mod validate;
@@ -48,6 +49,7 @@ pub use model::{
     Record, RejectedRecord, Retention, TimeUnit, Value,
 };
 pub use query::{ScanStats, Selection};
+pub use seal::SealStats;
 pub use store::{EmbeddedStore, WideColumnStore};
 pub use write::WriteOutcome;
 
@@ -175,6 +177,30 @@ impl<S: WideColumnStore> TimeSeries<S> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
         write::write_records(&self.catalog, &handle, common, records, now_ns)
+    }
+
+    /// Seals the closed buckets of one table ([`seal`]).
+    pub fn seal(&self, db: &str, table: &str) -> Result<seal::SealStats> {
+        let handle = self.catalog.table(db, table)?;
+        let now_ns = self.clock.now_us().saturating_mul(1000);
+        seal::seal_table(self.store().as_ref(), &handle, now_ns)
+    }
+
+    /// Seals the closed buckets of every table that seals.
+    pub fn seal_all(&self) -> Result<seal::SealStats> {
+        let mut stats = seal::SealStats::default();
+        for meta in self.catalog.tables(None, None, usize::MAX)? {
+            if !meta.layout.seal {
+                continue;
+            }
+            match self.seal(&meta.database, &meta.name) {
+                Ok(s) => stats.add(s),
+                // Dropped since listed: nothing to seal.
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(stats)
     }
 
     /// Reads the selected points in key order.

@@ -12,6 +12,9 @@
 //!    where attributes are columns.
 //! 3. Each row decodes into points ([`crate::rows::decode_row`]), checked exactly
 //!    against the selection (dimension values, nanosecond time bounds).
+//!
+//! In tables that seal ([`crate::seal`]), a time range starts at the block row of its
+//! first bucket, and the cell-time filter lets block cells through.
 
 use std::ops::{Bound, ControlFlow};
 
@@ -19,13 +22,14 @@ use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
-use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
+use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
 use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{Measures, Point};
 use crate::rows::{cell_ts_us, decode_row};
+use crate::seal::bucket_start_ns;
 use crate::store::WideColumnStore;
 
 /// Which points to read.
@@ -128,11 +132,19 @@ fn time_range(meta: &TableMeta, series: &[u8], sel: &Selection) -> RowRange {
         }
     };
     let last = sel.end_ns.saturating_sub(1).max(sel.start_ns);
-    let (lo, hi) = if layout.reverse_time {
+    let (mut lo, hi) = if layout.reverse_time {
         (last, sel.start_ns)
     } else {
         (sel.start_ns, last)
     };
+    if layout.seal && !layout.pattern.is_bucketed() {
+        // The first bucket may be sealed: start at its block row (`seal::block_row`).
+        let bucket = layout.bucket_secs.saturating_mul(1_000_000_000);
+        lo = bucket_start_ns(layout, lo);
+        if layout.reverse_time {
+            lo = lo.saturating_add(bucket - 1);
+        }
+    }
     let mut start = series.to_vec();
     start.extend_from_slice(comp(lo).as_bytes());
     let mut end = series.to_vec();
@@ -178,9 +190,25 @@ pub fn filter(meta: &TableMeta, sel: &Selection) -> Option<RowFilter> {
     }
     match chain.len() {
         0 => None,
-        1 => chain.pop(),
-        _ => Some(RowFilter::Chain(chain)),
+        1 => chain.pop().map(|f| let_blocks_through(meta, f)),
+        _ => Some(let_blocks_through(meta, RowFilter::Chain(chain))),
     }
+}
+
+/// In a table that seals, `filter` (on cell times and measure columns) applies to the
+/// row-form cells, and a block cell always passes: its timestamp is only its newest
+/// point's ([`crate::seal`]), and decoding checks each point.
+pub fn let_blocks_through(meta: &TableMeta, filter: RowFilter) -> RowFilter {
+    if !meta.layout.seal {
+        return filter;
+    }
+    RowFilter::Interleave(vec![
+        RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]")),
+            filter,
+        ]),
+        RowFilter::FamilyNameRegex(BLOCK_FAMILY.into()),
+    ])
 }
 
 /// Step 3: whether a decoded point is selected; trims unselected attributes.
@@ -299,10 +327,11 @@ fn read_points<S: WideColumnStore>(
 ) -> Result<ControlFlow<()>> {
     let mut failure = None;
     let mut stopped = false;
+    let now_us = store.now_us();
     store.read_rows(&meta.store_table, req, &mut |row| {
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
-        let points = match decode_row(meta, &row) {
+        let points = match decode_row(meta, &row, now_us) {
             Ok(p) => p,
             Err(e) => {
                 failure = Some(e);
@@ -403,7 +432,7 @@ pub fn latest<S: WideColumnStore>(
             };
             if let Some(row) = newest {
                 stats.cells += row.cells.len() as u64;
-                let best = decode_row(meta, &row)?
+                let best = decode_row(meta, &row, store.now_us())?
                     .into_iter()
                     .filter_map(|p| keep(sel, p))
                     .max_by_key(|p| p.time_ns);

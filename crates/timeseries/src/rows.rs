@@ -13,13 +13,14 @@
 //!
 //! Family `x` holds `x:v` (version) and, in bucketed rows, `x:n` (nanoseconds below
 //! the millisecond) at the point's timestamp, only when they differ from 1 and 0.
+//! Family `b` holds a sealed bucket's block ([`crate::seal`]) in every pattern.
 
 use std::collections::BTreeMap;
 
 use almanac_engine::Row;
 use almanac_engine::mutation::Mutation;
 
-use crate::catalog::{MEASURE_FAMILY, META_FAMILY, TableMeta};
+use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::{
     decode_meta, decode_point, decode_value, encode_meta, encode_named_value, encode_point,
     encode_value, split_named_value,
@@ -29,6 +30,7 @@ use crate::keys;
 use crate::layout::{Layout, Pattern};
 use crate::model::{MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
+use crate::seal::decode_block_cell;
 
 /// Qualifier of the serialized pattern's cell.
 pub const BLOB_QUALIFIER: &[u8] = b"p";
@@ -174,8 +176,9 @@ struct Partial {
     nanos: i64,
 }
 
-/// Decodes every point stored in a row.
-pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
+/// Decodes every point stored in a row: its cells, and the points of a sealed block
+/// ([`crate::seal`]) still inside the retention at `now_us` (the store's clock).
+pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point>> {
     let layout = &meta.layout;
     let bucketed = layout.pattern.is_bucketed();
     let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
@@ -205,7 +208,12 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
             })
         };
     let mut slots: BTreeMap<i64, Partial> = BTreeMap::new();
+    let mut block = None;
     for c in &row.cells {
+        if &*c.family == BLOCK_FAMILY {
+            block = Some(&c.value);
+            continue;
+        }
         let slot = if bucketed { c.timestamp_us } else { 0 };
         let part = slots.entry(slot).or_default();
         let q: &[u8] = &c.qualifier;
@@ -250,7 +258,10 @@ pub fn decode_row(meta: &TableMeta, row: &Row) -> Result<Vec<Point>> {
                 .map(|v| (schema.dimensions[i].clone(), v.clone()))
         })
         .collect();
-    let mut out = Vec::with_capacity(slots.len());
+    let mut out = match block {
+        Some(value) => decode_block_cell(meta, &parts, &dimensions, value, now_us)?,
+        None => Vec::with_capacity(slots.len()),
+    };
     for (slot, part) in slots {
         let measures = match (multi, part.single) {
             (false, Some(v)) => Measures::Single(v),

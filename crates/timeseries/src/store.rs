@@ -25,7 +25,11 @@ pub trait WideColumnStore: Send + Sync + 'static {
     fn table_exists(&self, table: &str) -> StoreResult<bool>;
     /// ModifyColumnFamilies: replace a family's GC rule.
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()>;
-    /// MutateRows: each entry applies atomically; one result per entry.
+    /// The store's clock in µs, as its GC rules judge cell ages.
+    fn now_us(&self) -> i64;
+    /// MutateRows: each entry applies atomically; one result per entry. (The embedded
+    /// engine also applies a whole batch as one journal record, which makes a seal
+    /// atomic; see [`crate::seal`] for what another store would show after a crash.)
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>>;
     /// ReadRows: rows in key order (or reversed), each passed to `visit` until it
     /// returns `Break`.
@@ -106,6 +110,10 @@ impl WideColumnStore for EmbeddedStore {
                 &[FamilyChange::Update(family.to_string(), rule)],
             )
             .map(drop)
+    }
+
+    fn now_us(&self) -> i64 {
+        self.engine.now_us()
     }
 
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {

@@ -12,7 +12,8 @@
 //!    replace; same version and same values → accept, nothing to write; otherwise
 //!    reject with the stored version.
 //! 6. One MutateRows of every changed row (each row atomic); a row that fails rejects
-//!    its records. Raise the high-water marks; unlock.
+//!    its records. A point of a sealed bucket ([`crate::seal`]) rewrites that
+//!    bucket's block instead of writing a row. Raise the high-water marks; unlock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
@@ -26,7 +27,9 @@ use crate::catalog::{Catalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE};
 use crate::model::{Ingested, Point, Record, RejectedRecord};
+use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
+use crate::seal::{block_mutations, block_row, has_block, may_be_sealed};
 use crate::store::WideColumnStore;
 use crate::validate::{Parsed, merge, parse_record};
 
@@ -174,8 +177,11 @@ pub fn write_records<S: WideColumnStore>(
             .map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len]))
             .collect(),
     );
-    // 4. Stored points that could collide.
-    let stored = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
+    // 4. Stored points that could collide, and the sealed blocks they are in.
+    let Stored {
+        points: stored,
+        mut blocks,
+    } = read_stored(catalog.store().as_ref(), handle, &meta, &points, now_ns)?;
     // 5. Resolve in request order.
     let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
     let mut magnetic_of: HashMap<usize, bool> = HashMap::new();
@@ -223,11 +229,19 @@ pub fn write_records<S: WideColumnStore>(
         slot.indexes.push(i);
         magnetic_of.insert(i, magnetic);
     }
-    // 6. Write the changed rows.
-    let mut rows: BTreeMap<&[u8], RowWrite> = BTreeMap::new();
+    // 6. Write the changed rows; a point of a sealed bucket rewrites its block.
+    let mut rows: BTreeMap<Vec<u8>, RowWrite> = BTreeMap::new();
+    let mut dirty: Vec<Vec<u8>> = Vec::new();
     for (pl, slot) in &slots {
         let Some(cur) = &slot.current else { continue };
-        let entry = rows.entry(&pl.row).or_insert_with(|| RowWrite {
+        let series = &pl.row[..pl.series_len];
+        let block_key = meta
+            .layout
+            .seal
+            .then(|| block_row(&meta.layout, series, cur.time_ns))
+            .filter(|k| blocks.contains_key(k));
+        let key = block_key.clone().unwrap_or_else(|| pl.row.clone());
+        let entry = rows.entry(key).or_insert_with(|| RowWrite {
             mutations: Vec::new(),
             indexes: Vec::new(),
             series_len: pl.series_len,
@@ -242,16 +256,31 @@ pub fn write_records<S: WideColumnStore>(
         if unchanged {
             continue;
         }
+        if let Some(points) = block_key.as_ref().and_then(|k| blocks.get_mut(k)) {
+            match points.binary_search_by_key(&cur.time_ns, |p| p.time_ns) {
+                Ok(i) => points[i] = cur.clone(),
+                Err(i) => points.insert(i, cur.clone()),
+            }
+            dirty.extend(block_key);
+            continue;
+        }
         if let Some(old) = &slot.stored {
             erase_point(&meta.layout, old, &mut entry.mutations);
         }
         write_point(&meta.layout, cur, &mut entry.mutations);
     }
+    for key in dirty {
+        if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key))
+            && entry.mutations.is_empty()
+        {
+            entry.mutations = block_mutations(&meta, points)?;
+        }
+    }
     let batch: Vec<RowMutations> = rows
         .iter_mut()
         .filter(|(_, w)| !w.mutations.is_empty())
         .map(|(k, w)| RowMutations {
-            key: k.to_vec(),
+            key: k.clone(),
             mutations: std::mem::take(&mut w.mutations),
         })
         .collect();
@@ -263,12 +292,12 @@ pub fn write_records<S: WideColumnStore>(
     let mut failed: HashMap<&[u8], String> = HashMap::new();
     for (entry, r) in batch.iter().zip(results) {
         if let Err(e) = r {
-            failed.insert(&entry.key, e.to_string());
+            failed.insert(entry.key.as_slice(), e.to_string());
         }
     }
     let mut ingested = Ingested::default();
     for (key, w) in &rows {
-        if let Some(why) = failed.get(key) {
+        if let Some(why) = failed.get(key.as_slice()) {
             for &i in &w.indexes {
                 reject(&mut rejected, i, why.clone(), None);
             }
@@ -371,13 +400,23 @@ fn admit<S: WideColumnStore>(
     Ok(ok)
 }
 
-/// Step 4: the stored points in the slots of points at or below their series' mark.
+/// What step 4 found.
+struct Stored {
+    /// Stored points by place.
+    points: HashMap<Place, Point>,
+    /// The sealed blocks among the rows read, by row key: their points, by time.
+    blocks: HashMap<Vec<u8>, Vec<Point>>,
+}
+
+/// Step 4: the stored points in the slots of points at or below their series' mark,
+/// looked up in their rows, and the blocks of the points' buckets that may be sealed.
 fn read_stored<S: WideColumnStore>(
     store: &S,
     handle: &TableHandle,
     meta: &TableMeta,
     points: &[(usize, Point, Place, bool)],
-) -> Result<HashMap<Place, Point>> {
+    now_ns: i64,
+) -> Result<Stored> {
     let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
     for (_, p, pl, _) in points {
         let series = &pl.row[..pl.series_len];
@@ -389,14 +428,26 @@ fn read_stored<S: WideColumnStore>(
                 m
             }
         };
-        if p.time_ns > mark {
-            continue;
+        // A bucket closed long enough ago may be sealed, even above the mark (a late
+        // point after the newest one): its block must be read and rewritten.
+        let sealable = meta.layout.seal && may_be_sealed(&meta.layout, p.time_ns, now_ns);
+        if p.time_ns <= mark {
+            let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
+            r.0 = r.0.min(pl.slot);
+            r.1 = r.1.max(pl.slot);
         }
-        let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
-        r.0 = r.0.min(pl.slot);
-        r.1 = r.1.max(pl.slot);
+        if sealable {
+            let r = rows
+                .entry(block_row(&meta.layout, series, p.time_ns))
+                .or_insert((pl.slot, pl.slot));
+            r.0 = r.0.min(pl.slot);
+            r.1 = r.1.max(pl.slot);
+        }
     }
-    let mut out = HashMap::new();
+    let mut out = Stored {
+        points: HashMap::new(),
+        blocks: HashMap::new(),
+    };
     if rows.is_empty() {
         return Ok(out);
     }
@@ -408,21 +459,32 @@ fn read_stored<S: WideColumnStore>(
             keys: rows.keys().cloned().collect(),
             ranges: Vec::new(),
         },
-        filter: bucketed.then_some(RowFilter::TimestampRange {
-            start_us: lo,
-            end_us: Some(hi + 1000),
+        filter: bucketed.then(|| {
+            let_blocks_through(
+                meta,
+                RowFilter::TimestampRange {
+                    start_us: lo,
+                    end_us: Some(hi + 1000),
+                },
+            )
         }),
         ..ReadRequest::default()
     };
     let mut failure = None;
+    let now_us = store.now_us();
     store.read_rows(
         &meta.store_table,
         req,
-        &mut |row| match decode_row(meta, &row) {
+        &mut |row| match decode_row(meta, &row, now_us) {
             Ok(points) => {
+                if has_block(&row) {
+                    let mut sorted = points.clone();
+                    sorted.sort_by_key(|p| p.time_ns);
+                    out.blocks.insert(row.key.to_vec(), sorted);
+                }
                 for p in points {
                     let pl = place(meta, &p);
-                    out.insert(pl, p);
+                    out.points.insert(pl, p);
                 }
                 ControlFlow::Continue(())
             }
@@ -451,8 +513,9 @@ fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u
     };
     let mut newest = i64::MIN;
     let mut failure = None;
+    let now_us = store.now_us();
     store.read_rows(&meta.store_table, req, &mut |row| {
-        match decode_row(meta, &row) {
+        match decode_row(meta, &row, now_us) {
             Ok(points) => newest = points.iter().map(|p| p.time_ns).max().unwrap_or(newest),
             Err(e) => failure = Some(e),
         }

@@ -102,6 +102,7 @@ fn dump(pattern: Pattern) -> Result<String> {
         pattern,
         bucket_secs: 3600,
         reverse_time: false,
+        seal: false,
     };
     let meta = ts.create_table(
         "weather",

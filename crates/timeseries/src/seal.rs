@@ -1,0 +1,361 @@
+//! Sealing: once a time bucket of a series is closed, its points are rewritten into one
+//! compressed block cell ([`crate::block`]), so a closed hour of a series costs one row
+//! and about 6 bytes per point instead of a row per point.
+//!
+//! ## Where a block lives
+//! - Bucket: [`crate::Layout::bucket_secs`] (one hour by default) in every pattern; in
+//!   the bucketed patterns it is also the span of a row.
+//! - Row: the bucket's first key in key order ([`block_row`]): the row of the bucket
+//!   start (`series@<start>`), or in reversed-time tables the row of its last
+//!   nanosecond; in the bucketed patterns, the bucket's own row.
+//! - Cell: family `b`, empty qualifier, timestamp = the newest point's millisecond (so
+//!   the retention GC rule drops the block once its newest point expires; readers drop
+//!   older points of a live block themselves, [`decode_block_cell`]), value = the block.
+//!
+//! A sealed bucket has no other cells: the seal is one MutateRows that sets the block
+//! (after a DeleteFromRow of its row) and deletes every other row of the bucket. The
+//! embedded store commits a batch as one journal record, so readers and crashes see
+//! the bucket before or after, never between. (A store without that would, after a
+//! crash mid-seal, show the bucket's points twice until the next seal pass merges them.)
+//!
+//! ## A seal pass, step by step ([`seal_table`])
+//! 1. Walk the table keys only (one cell per row, values stripped), grouping rows by
+//!    series and bucket; a group is due when its bucket ended [`SEAL_DELAY_NS`] ago and
+//!    it has any row-form cell (not just a block).
+//! 2. For each due group, under the series' write lock: read the bucket's rows, merge
+//!    the block's points (if any) with the row-form points (the higher version wins a
+//!    time), and write the new block and the deletes in one MutateRows.
+//!
+//! ## Reads and writes of sealed buckets
+//! - Reads widen a time range's first bucket to its block row ([`crate::query`]) and
+//!   let family `b` through their cell-time filter; [`crate::rows::decode_row`] turns a
+//!   block back into points.
+//! - A write into a sealed bucket (a late point, an upsert) rewrites the block under
+//!   the series lock ([`crate::write`]): points never go back to row form there.
+
+use std::collections::BTreeMap;
+use std::ops::{Bound, ControlFlow};
+
+use almanac_engine::RowMutations;
+use almanac_engine::filter::RowFilter;
+use almanac_engine::mutation::Mutation;
+use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
+use almanac_engine::{ReadRequest, Row};
+
+use crate::block::{BlockPoint, decode_block, encode_block};
+use crate::catalog::{BLOCK_FAMILY, TableHandle, TableMeta};
+use crate::error::{Error, Result};
+use crate::keys::{self, KeyParts};
+use crate::layout::Layout;
+use crate::model::{MeasureType, Point};
+use crate::rows::{cell_ts_us, decode_row};
+use crate::store::WideColumnStore;
+
+/// How long after its end a bucket is sealed: late points of the last few minutes
+/// (Timestream accepts writes up to 15 minutes ahead of a client's clock, so clocks
+/// drift that much) still land as rows; later ones rewrite the block.
+pub const SEAL_DELAY_NS: i64 = 10 * 60 * 1_000_000_000;
+const NS_PER_SEC: i64 = 1_000_000_000;
+
+/// What a seal pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SealStats {
+    /// Buckets sealed (or re-sealed with late points).
+    pub buckets: u64,
+    /// Points now in those blocks.
+    pub points: u64,
+    /// Rows deleted because their points moved into a block.
+    pub rows_removed: u64,
+}
+
+impl SealStats {
+    /// Adds another pass's counts.
+    pub fn add(&mut self, other: Self) {
+        self.buckets += other.buckets;
+        self.points += other.points;
+        self.rows_removed += other.rows_removed;
+    }
+}
+
+fn bucket_ns(layout: &Layout) -> i64 {
+    layout.bucket_secs.saturating_mul(NS_PER_SEC)
+}
+
+/// Start of the bucket holding `time_ns`.
+pub fn bucket_start_ns(layout: &Layout, time_ns: i64) -> i64 {
+    time_ns - time_ns.rem_euclid(bucket_ns(layout))
+}
+
+/// Whether the bucket of `time_ns` may have been sealed by `now_ns`: it ended at least
+/// [`SEAL_DELAY_NS`] ago.
+pub fn may_be_sealed(layout: &Layout, time_ns: i64, now_ns: i64) -> bool {
+    bucket_start_ns(layout, time_ns)
+        .saturating_add(bucket_ns(layout))
+        .saturating_add(SEAL_DELAY_NS)
+        <= now_ns
+}
+
+/// The time component of the bucket's first key in key order.
+fn first_component(layout: &Layout, start_ns: i64) -> String {
+    if layout.pattern.is_bucketed() {
+        keys::bucket_component(start_ns.div_euclid(NS_PER_SEC), layout.reverse_time)
+    } else if layout.reverse_time {
+        keys::time_component(start_ns + bucket_ns(layout) - 1, true)
+    } else {
+        keys::time_component(start_ns, false)
+    }
+}
+
+/// The row holding the block of the bucket of `time_ns` in `series` (see the module docs).
+pub fn block_row(layout: &Layout, series: &[u8], time_ns: i64) -> Vec<u8> {
+    let mut row = series.to_vec();
+    let start = bucket_start_ns(layout, time_ns);
+    row.extend_from_slice(first_component(layout, start).as_bytes());
+    row
+}
+
+/// All rows of the bucket starting at `start_ns` in `series`, in key order.
+fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowRange {
+    let last = start_ns + bucket_ns(layout) - 1;
+    let (lo, hi) = if layout.pattern.is_bucketed() {
+        let c = first_component(layout, start_ns);
+        (c.clone(), c)
+    } else if layout.reverse_time {
+        (
+            keys::time_component(last, true),
+            keys::time_component(start_ns, true),
+        )
+    } else {
+        (
+            keys::time_component(start_ns, false),
+            keys::time_component(last, false),
+        )
+    };
+    let mut start = series.to_vec();
+    start.extend_from_slice(lo.as_bytes());
+    let mut end = series.to_vec();
+    end.extend_from_slice(hi.as_bytes());
+    RowRange {
+        start: Bound::Included(start),
+        end: prefix_successor(&end).map_or(Bound::Unbounded, Bound::Excluded),
+    }
+}
+
+/// Whether the measure of a key is a MULTI measure in the table's schema.
+fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
+    meta.schema
+        .measures
+        .get(measure)
+        .map(|k| *k == MeasureType::Multi)
+        .ok_or_else(|| Error::Corrupt(format!("measure '{measure}' is not in the table's schema")))
+}
+
+/// The points of a block cell in the row with key `parts`, less those whose cell time
+/// the table's retention has collected at `now_us` (the store's clock), as GC would.
+pub fn decode_block_cell(
+    meta: &TableMeta,
+    parts: &KeyParts,
+    dimensions: &[(String, String)],
+    value: &[u8],
+    now_us: i64,
+) -> Result<Vec<Point>> {
+    let multi = is_multi(meta, &parts.measure)?;
+    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    Ok(decode_block(value, multi)?
+        .into_iter()
+        .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
+        .map(|p| Point {
+            dimensions: dimensions.to_vec(),
+            measure_name: parts.measure.clone(),
+            time_ns: p.time_ns,
+            version: p.version,
+            measures: p.measures,
+        })
+        .collect())
+}
+
+/// The mutations that make `points` (one series, one bucket, sorted by time) the block
+/// of their row, replacing the old block.
+pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutation>> {
+    let clear = Mutation::DeleteFromFamily {
+        family: BLOCK_FAMILY.into(),
+    };
+    let Some(last) = points.last() else {
+        return Ok(vec![clear]);
+    };
+    let multi = is_multi(meta, &last.measure_name)?;
+    let block: Vec<BlockPoint> = points
+        .iter()
+        .map(|p| BlockPoint {
+            time_ns: p.time_ns,
+            version: p.version,
+            measures: p.measures.clone(),
+        })
+        .collect();
+    Ok(vec![
+        clear,
+        Mutation::SetCell {
+            family: BLOCK_FAMILY.into(),
+            qualifier: Vec::new(),
+            timestamp_us: cell_ts_us(last.time_ns),
+            value: encode_block(&block, multi)?,
+        },
+    ])
+}
+
+/// Whether a row holds a block cell.
+pub fn has_block(row: &Row) -> bool {
+    row.cells.iter().any(|c| &*c.family == BLOCK_FAMILY)
+}
+
+/// Seals every due bucket of one table (steps in the module docs).
+pub fn seal_table<S: WideColumnStore>(
+    store: &S,
+    handle: &TableHandle,
+    now_ns: i64,
+) -> Result<SealStats> {
+    let meta = handle.meta();
+    let mut stats = SealStats::default();
+    if !meta.layout.seal {
+        return Ok(stats);
+    }
+    for (series, start) in due_buckets(store, &meta, now_ns)? {
+        stats.add(seal_bucket(store, handle, &series, start)?);
+    }
+    Ok(stats)
+}
+
+/// Step 1: the (series, bucket start) groups to seal.
+fn due_buckets<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    now_ns: i64,
+) -> Result<Vec<(Vec<u8>, i64)>> {
+    let layout = &meta.layout;
+
+    let req = ReadRequest {
+        rows: RowSet::all(),
+        filter: Some(RowFilter::Chain(vec![
+            RowFilter::CellsPerRowLimit(1),
+            RowFilter::StripValue,
+        ])),
+        ..ReadRequest::default()
+    };
+    let mut due = Vec::new();
+    // The group being walked: series, bucket start, whether it has row-form cells.
+    let mut group: Option<(Vec<u8>, i64, bool)> = None;
+    let mut failure = None;
+    let flush = |g: Option<(Vec<u8>, i64, bool)>, due: &mut Vec<(Vec<u8>, i64)>| {
+        if let Some((series, start, row_form)) = g
+            && row_form
+            && may_be_sealed(layout, start, now_ns)
+        {
+            due.push((series, start));
+        }
+    };
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        let parts = match keys::decode(&row.key, layout.pattern.is_bucketed(), layout.reverse_time)
+        {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        };
+        let time_ns = if layout.pattern.is_bucketed() {
+            parts.time.saturating_mul(NS_PER_SEC)
+        } else {
+            parts.time
+        };
+        let start = bucket_start_ns(layout, time_ns);
+        let series = &row.key[..parts.series_len];
+        // Families are stored in id order and `b` is created last, so a row's first
+        // cell is in `b` only when the row holds nothing but a block.
+        let row_form = row
+            .cells
+            .first()
+            .is_some_and(|c| &*c.family != BLOCK_FAMILY);
+        match &mut group {
+            Some((s, b, rf)) if s.as_slice() == series && *b == start => *rf |= row_form,
+            _ => flush(group.replace((series.to_vec(), start, row_form)), &mut due),
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    flush(group, &mut due);
+    Ok(due)
+}
+
+/// Step 2: seals one bucket under its series lock.
+fn seal_bucket<S: WideColumnStore>(
+    store: &S,
+    handle: &TableHandle,
+    series: &[u8],
+    start_ns: i64,
+) -> Result<SealStats> {
+    let locks = &handle.series;
+    let _guard = locks.lock(vec![locks.stripe(series)]);
+    let meta = handle.meta();
+    let layout = &meta.layout;
+    let now_us = store.now_us();
+    let req = ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![bucket_rows(layout, series, start_ns)],
+        },
+        ..ReadRequest::default()
+    };
+    let mut rows: Vec<Vec<u8>> = Vec::new();
+    let mut points: BTreeMap<i64, Point> = BTreeMap::new();
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        match decode_row(&meta, &row, now_us) {
+            Ok(decoded) => {
+                for p in decoded {
+                    match points.get(&p.time_ns) {
+                        Some(q) if q.version >= p.version => {}
+                        _ => {
+                            points.insert(p.time_ns, p);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        rows.push(row.key.to_vec());
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let points: Vec<Point> = points.into_values().collect();
+    let block_key = block_row(layout, series, start_ns);
+    let mut batch: Vec<RowMutations> = rows
+        .iter()
+        .filter(|k| **k != block_key)
+        .map(|k| RowMutations {
+            key: k.clone(),
+            mutations: vec![Mutation::DeleteFromRow],
+        })
+        .collect();
+    let removed = batch.len() as u64;
+    let mut mutations = vec![Mutation::DeleteFromRow];
+    mutations.extend(block_mutations(&meta, &points)?);
+    batch.push(RowMutations {
+        key: block_key,
+        mutations,
+    });
+    for r in store.mutate_rows(&meta.store_table, &batch)? {
+        r?;
+    }
+    Ok(SealStats {
+        buckets: 1,
+        points: points.len() as u64,
+        rows_removed: removed,
+    })
+}

@@ -1,0 +1,282 @@
+//! Sealing closed buckets changes nothing a reader or writer can see: for every pattern,
+//! forward and reversed time, random writes (new points, late points, upserts, equal
+//! and lower versions) interleaved with seal passes give the same points, rejections,
+//! windows and latest points as a plain map of what was accepted. Reproducible from
+//! the printed seed.
+#![expect(
+    clippy::panic,
+    reason = "a test should stop loudly at the first surprise"
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use almanac_engine::clock::Clock;
+
+use common::*;
+
+/// A point's identity in the model: measure, host, time in ms.
+type Key = (String, String, i64);
+/// What the model holds for it: version, the value as written.
+type Stored = (i64, String);
+
+const HOSTS: [&str; 3] = ["h1", "h2", "h3"];
+const HOUR_MS: i64 = 3_600_000;
+
+/// xorshift64*: small and reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn record(key: &Key, version: i64, value: &str) -> Record {
+    let d = [("host", key.1.as_str())];
+    let mut r = if key.0 == "cpu" {
+        single(&d, "cpu", "DOUBLE", value, key.2)
+    } else {
+        multi(
+            &d,
+            &[
+                ("a", value, "DOUBLE"),
+                ("b", "7", "BIGINT"),
+                ("c", "x", "VARCHAR"),
+            ],
+            key.2,
+        )
+    };
+    r.version = Some(version);
+    r
+}
+
+/// What the model expects of one record: accepted, or rejected with this version.
+fn resolve(model: &mut BTreeMap<Key, Stored>, key: &Key, version: i64, value: &str) -> Option<i64> {
+    match model.get(key) {
+        Some((v, _)) if version > *v => {}
+        Some((v, old)) if version == *v && old == value => return None,
+        Some((v, _)) => return Some(*v),
+        None => {}
+    }
+    model.insert(key.clone(), (version, value.to_string()));
+    None
+}
+
+fn value_of(p: &Point) -> String {
+    match &p.measures {
+        Measures::Single(Value::Double(d)) => format!("{d}"),
+        Measures::Multi(vs) => match vs.iter().find(|(n, _)| n == "a") {
+            Some((_, Value::Double(d))) => format!("{d}"),
+            other => panic!("attribute a missing: {other:?}"),
+        },
+        other => panic!("unexpected measures {other:?}"),
+    }
+}
+
+fn as_model(points: &[Point]) -> BTreeMap<Key, Stored> {
+    points
+        .iter()
+        .map(|p| {
+            let host = p.dimensions[0].1.clone();
+            (
+                (p.measure_name.clone(), host, p.time_ns / 1_000_000),
+                (p.version, value_of(p)),
+            )
+        })
+        .collect()
+}
+
+fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx: &str) -> Result {
+    let got = all(&f.ts, t, &Selection::default())?;
+    let seen = as_model(&got);
+    let missing: Vec<_> = model
+        .iter()
+        .filter(|(k, _)| !seen.contains_key(*k))
+        .collect();
+    assert_eq!(
+        got.len(),
+        model.len(),
+        "{ctx}: duplicate or missing points {missing:?}"
+    );
+    assert_eq!(&as_model(&got), model, "{ctx}: full scan");
+    // A window over one host (pinned: key range) and over every host (series by series).
+    let now_ms = f.clock.now_us() / 1000;
+    let start = now_ms - 22 * HOUR_MS + rng.below((22 * HOUR_MS) as u64) as i64;
+    let end = start + rng.below((6 * HOUR_MS) as u64) as i64 + 1;
+    let host = HOSTS[rng.below(3) as usize];
+    for pinned in [true, false] {
+        let sel = Selection {
+            measure_name: Some("cpu".into()),
+            dimensions: if pinned {
+                vec![("host".into(), host.into())]
+            } else {
+                Vec::new()
+            },
+            start_ns: start * 1_000_000,
+            end_ns: end * 1_000_000,
+            ..Selection::default()
+        };
+        let want: BTreeMap<Key, Stored> = model
+            .iter()
+            .filter(|((m, h, time), _)| {
+                m == "cpu" && (!pinned || h == host) && (start..end).contains(time)
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let got = all(&f.ts, t, &sel)?;
+        assert_eq!(
+            as_model(&got),
+            want,
+            "{ctx}: window {start}..{end} pinned={pinned}"
+        );
+    }
+    // The newest point of every series.
+    let (latest, _) = f.ts.latest("db1", t, &Selection::default())?;
+    let mut want: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for (m, h, time) in model.keys() {
+        let e = want.entry((m.clone(), h.clone())).or_insert(*time);
+        *e = (*e).max(*time);
+    }
+    let got: BTreeMap<(String, String), i64> = latest
+        .iter()
+        .map(|p| {
+            (
+                (p.measure_name.clone(), p.dimensions[0].1.clone()),
+                p.time_ns / 1_000_000,
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "{ctx}: latest");
+    Ok(())
+}
+
+fn run(pattern: Pattern, reverse: bool, seed: u64) -> Result {
+    let ctx = format!("{pattern:?} reverse={reverse} seed={seed}");
+    let f = fixture("seal")?;
+    let t = table(&f, pattern, reverse)?;
+    let mut rng = Rng(seed | 1);
+    let mut model: BTreeMap<Key, Stored> = BTreeMap::new();
+    let mut sealed = 0;
+    for step in 0..120 {
+        match rng.below(10) {
+            0 => sealed += f.ts.seal("db1", &t)?.buckets,
+            1 => f.clock.advance(rng.below(20 * 60_000_000) as i64),
+            _ => {
+                // A request of 1-5 records: mostly recent, some late, some repeats.
+                let now_ms = f.clock.now_us() / 1000;
+                let n = 1 + rng.below(5) as usize;
+                let mut records = Vec::new();
+                let mut expected = Vec::new();
+                for i in 0..n {
+                    let age = match rng.below(4) {
+                        0 => rng.below((20 * HOUR_MS) as u64),
+                        _ => rng.below((2 * HOUR_MS) as u64),
+                    };
+                    // Whole seconds: the bucketed patterns hold one point per ms.
+                    let time = (now_ms - age as i64) / 1000 * 1000;
+                    let measure = if rng.below(2) == 0 { "cpu" } else { "readings" };
+                    let key = (
+                        measure.to_string(),
+                        HOSTS[rng.below(3) as usize].to_string(),
+                        time,
+                    );
+                    let version = 1 + rng.below(3) as i64;
+                    let value = format!("{}.5", rng.below(4));
+                    if let Some(v) = resolve(&mut model, &key, version, &value) {
+                        expected.push((i, Some(v)));
+                    }
+                    records.push(record(&key, version, &value));
+                }
+                let got = match f.ts.write_records("db1", &t, None, &records) {
+                    Ok(_) => Vec::new(),
+                    Err(_) if expected.is_empty() => {
+                        panic!("{ctx} step {step}: unexpected rejection")
+                    }
+                    r => rejected(r),
+                };
+                assert_eq!(got, expected, "{ctx} step {step}: rejections");
+            }
+        }
+        if step % 20 == 19 {
+            check(&f, &t, &model, &mut rng, &format!("{ctx} step {step}"))?;
+        }
+    }
+    // A last pass seals everything old enough; nothing changes for readers.
+    f.clock.advance(2 * HOUR_MS * 1000);
+    sealed += f.ts.seal("db1", &t)?.buckets;
+    check(&f, &t, &model, &mut rng, &format!("{ctx} final"))?;
+    assert!(sealed > 0, "{ctx}: no bucket was sealed");
+    // And a second pass right after finds nothing left to do.
+    assert_eq!(f.ts.seal("db1", &t)?.buckets, 0, "{ctx}");
+    Ok(())
+}
+
+#[test]
+fn sealing_is_invisible_to_readers_and_writers() -> Result {
+    let seed = std::env::var("ALMANAC_SEAL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5ea1_u64);
+    println!("seed {seed} (ALMANAC_SEAL_SEED reproduces a run)");
+    for pattern in Pattern::ALL {
+        for reverse in [false, true] {
+            for round in 0..3 {
+                run(pattern, reverse, seed.wrapping_add(round))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_sealed_bucket_is_one_row_and_expires_point_by_point() -> Result {
+    let f = fixture("seal-rows")?;
+    let t = table(&f, Pattern::RowSerialized, false)?;
+    let start = (NOW_MS - 5 * HOUR_MS) / HOUR_MS * HOUR_MS;
+    let records: Vec<Record> = (0..360)
+        .map(|i| {
+            single(
+                &[("host", "h1")],
+                "cpu",
+                "DOUBLE",
+                &format!("{i}.25"),
+                start + i * 10_000,
+            )
+        })
+        .collect();
+    for chunk in records.chunks(100) {
+        f.ts.write_records("db1", &t, None, chunk)?;
+    }
+    let stats = f.ts.seal("db1", &t)?;
+    assert_eq!(
+        (stats.buckets, stats.points, stats.rows_removed),
+        (1, 360, 359)
+    );
+    let mut rows = 0;
+    let read = f.ts.scan("db1", &t, &Selection::default(), &mut |_| {
+        ControlFlow::Continue(())
+    })?;
+    rows += read.rows;
+    assert_eq!((rows, read.points), (1, 360));
+    // The table keeps max(24 h in memory, 30 days on magnetic storage): move the clock
+    // so that the bucket's first half is past the retention and its second half is not.
+    let keep_ms = 30 * 24 * HOUR_MS;
+    let now_ms = start + keep_ms + 180 * 10_000;
+    f.clock.advance((now_ms - NOW_MS) * 1000);
+    let got = all(&f.ts, &t, &Selection::default())?;
+    assert_eq!(got.len(), 180, "points past the retention are not returned");
+    assert!(
+        got.iter()
+            .all(|p| p.time_ns >= (start + 180 * 10_000) * 1_000_000)
+    );
+    Ok(())
+}
