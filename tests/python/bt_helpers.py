@@ -52,8 +52,16 @@ class AlmanacServer:
     READY_TIMEOUT_S = 60
     STOP_TIMEOUT_S = 60
 
-    def __init__(self, binary: str, data_dir: Path, log_dir: Path, timestream: bool = True):
+    def __init__(
+        self,
+        binary: str,
+        data_dir: Path,
+        log_dir: Path,
+        timestream: bool = True,
+        extra_args: tuple[str, ...] = (),
+    ):
         self.binary = binary
+        self.extra_args = tuple(extra_args)
         self.data_dir = Path(data_dir)
         self.log_dir = Path(log_dir)
         self.timestream = timestream
@@ -96,6 +104,7 @@ class AlmanacServer:
         self.log_path = self.log_dir / f"almanac-{self.port}-{self._starts}.log"
         log = open(self.log_path, "wb")
         cmd = [self.binary, "serve", "--addr", self.host, "--data-dir", str(self.data_dir)]
+        cmd += self.extra_args
         # Both "listening on" lines must appear; `\b` keeps port 1234 from matching 12345.
         needles = [re.compile(rf"(?<!timestream )listening on {re.escape(self.host)}\b")]
         if self.timestream:

@@ -495,3 +495,50 @@ def test_signed_region_is_used_per_request(ts, server, _aws_env):
         assert again.startswith("arn:aws:timestream:us-east-1:"), again
     finally:
         eu.close()
+
+
+# ---- sealed buckets ----------------------------------------------------------------
+
+
+def test_closed_hours_are_sealed_in_the_background_and_read_the_same(ts, ts_query, server):
+    """The server folds each closed hour of a series into one block row (seen through the
+    Bigtable API); queries answer the same before and after, and a late upsert into a
+    sealed hour lands."""
+    from google.cloud import bigtable
+
+    table = ts.table(memory_hours=12, magnetic_days=10)
+    base = (now_ms() - 4 * HOUR_MS) // HOUR_MS * HOUR_MS
+    write_all(table, [rec("cpu", f"{i}.5", t=base + i * 10_000) for i in range(360)])
+    q = (
+        f"SELECT count(*), sum(measure_value::double), max(time) FROM {name(table)} "
+        f"WHERE time BETWEEN from_milliseconds({base + 600_000}) "
+        f"AND from_milliseconds({base + 1_200_000})"
+    )
+    before = rows_of(ts_query.query(QueryString=q))
+    assert len(before) == 1 and before[0][0] == "61" and before[0][2] == ts_text(base + 1_200_000)
+    assert float(before[0][1]) == pytest.approx(sum(i + 0.5 for i in range(60, 121)))
+
+    # The records live in Bigtable table "{db}.{table}" of instance timestream.
+    client = bigtable.Client(project="almanac", admin=True)
+    instance = client.instance("timestream")
+    bt_id = f"{table.db}.{table.name}"
+    assert bt_id in [t.table_id for t in instance.list_tables()]
+    bt = instance.table(bt_id)
+    deadline = time.monotonic() + 30
+    while True:
+        rows = list(bt.read_rows())
+        if len(rows) == 1:
+            break
+        assert time.monotonic() < deadline, f"still {len(rows)} rows after 30 s"
+        time.sleep(0.2)
+    assert set(rows[0].cells) == {"b"}, "a sealed hour is one block cell"
+    assert rows_of(ts_query.query(QueryString=q)) == before
+
+    # A late upsert into the sealed hour rewrites the block.
+    late = rec("cpu", "1000.5", t=base + 900_000)
+    late["Version"] = 2
+    table.write([late])
+    after = rows_of(ts_query.query(QueryString=q))
+    assert after[0][0] == "61"
+    assert float(after[0][1]) == pytest.approx(float(before[0][1]) - 90.5 + 1000.5)
+    assert len(list(bt.read_rows())) == 1

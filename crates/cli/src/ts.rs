@@ -89,12 +89,16 @@ pub struct CreateTableArgs {
     /// Storage pattern: row-serialized (default), row-columns, bucket-cells, bucket-columns.
     #[arg(long)]
     layout: Option<String>,
-    /// Time bucket of the bucketed patterns (e.g. 1h, 15m, 1d).
+    /// Time bucket (e.g. 1h, 15m, 1d): a row of the bucketed patterns, and what one
+    /// sealed block holds in every pattern.
     #[arg(long)]
     bucket: Option<String>,
     /// Newest-first row keys.
     #[arg(long)]
     reverse_time: bool,
+    /// Keep every point in its own row: never seal closed buckets into blocks.
+    #[arg(long)]
+    no_seal: bool,
 }
 
 /// A connection that calls operations and turns AWS errors into readable ones.
@@ -241,6 +245,9 @@ pub fn run(conn: &TsConn, cmd: TsCommand) -> anyhow::Result<()> {
             }
             if a.reverse_time {
                 tags.push(json!({ "Key": "almanac:reverse-time", "Value": "true" }));
+            }
+            if a.no_seal {
+                tags.push(json!({ "Key": "almanac:seal", "Value": "false" }));
             }
             let t = api.must(
                 "CreateTable",
