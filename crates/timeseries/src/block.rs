@@ -241,9 +241,135 @@ fn header(r: &mut ByteReader<'_>) -> Result<Header> {
     })
 }
 
-/// Decodes a block of [`encode_block`]; `multi` must be what it was encoded with.
-/// Corrupt bytes give [`Error::Corrupt`].
+/// A decoded block, column by column: what a columnar reader wants (each attribute's
+/// name once, typed arrays, and only the attributes it asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockColumns {
+    /// The times of the points, strictly increasing.
+    pub times_ns: Vec<i64>,
+    /// The versions of the points.
+    pub versions: Vec<i64>,
+    /// The kept columns, in dictionary order.
+    pub columns: Vec<BlockColumn>,
+}
+
+/// One attribute (one value type, in a single-value block) of a [`BlockColumns`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockColumn {
+    /// The attribute name (`""` in a single-value block).
+    pub name: String,
+    /// The points that have a value, as indexes into [`BlockColumns::times_ns`];
+    /// `None` when all have one.
+    pub points: Option<Vec<u32>>,
+    /// The values, in time order.
+    pub values: ColumnValues,
+}
+
+/// The values of a [`BlockColumn`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnValues {
+    /// DOUBLE.
+    Double(Vec<f64>),
+    /// BIGINT.
+    Bigint(Vec<i64>),
+    /// VARCHAR.
+    Varchar(Vec<String>),
+    /// BOOLEAN.
+    Boolean(Vec<bool>),
+    /// TIMESTAMP.
+    Timestamp(Vec<i64>),
+}
+
+impl ColumnValues {
+    /// The type of the values.
+    pub fn kind(&self) -> MeasureType {
+        match self {
+            Self::Double(_) => MeasureType::Double,
+            Self::Bigint(_) => MeasureType::Bigint,
+            Self::Varchar(_) => MeasureType::Varchar,
+            Self::Boolean(_) => MeasureType::Boolean,
+            Self::Timestamp(_) => MeasureType::Timestamp,
+        }
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Double(v) => v.len(),
+            Self::Bigint(v) | Self::Timestamp(v) => v.len(),
+            Self::Varchar(v) => v.len(),
+            Self::Boolean(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values one by one.
+    pub fn into_values(self) -> Box<dyn Iterator<Item = Value>> {
+        match self {
+            Self::Double(v) => Box::new(v.into_iter().map(Value::Double)),
+            Self::Bigint(v) => Box::new(v.into_iter().map(Value::Bigint)),
+            Self::Varchar(v) => Box::new(v.into_iter().map(Value::Varchar)),
+            Self::Boolean(v) => Box::new(v.into_iter().map(Value::Boolean)),
+            Self::Timestamp(v) => Box::new(v.into_iter().map(Value::Timestamp)),
+        }
+    }
+}
+
+/// Decodes a block of [`encode_block`] point by point; `multi` must be what it was
+/// encoded with. Corrupt bytes give [`Error::Corrupt`].
 pub fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>> {
+    let (columns, point_sets, sets) = decode_parts(bytes, multi, &|_| true)?;
+    let (names, mut values): (Vec<String>, Vec<_>) = columns
+        .columns
+        .into_iter()
+        .map(|c| (c.name, c.values.into_values()))
+        .unzip();
+    let mut out = Vec::with_capacity(columns.times_ns.len());
+    let points = columns.times_ns.into_iter().zip(columns.versions);
+    for ((time_ns, version), set) in points.zip(point_sets) {
+        let set = &sets[set];
+        let mut next = |c: usize| {
+            values[c]
+                .next()
+                .ok_or_else(|| corrupt("column shorter than its attribute sets"))
+        };
+        let measures = if multi {
+            let mut vs = Vec::with_capacity(set.len());
+            for &c in set {
+                vs.push((names[c].clone(), next(c)?));
+            }
+            Measures::Multi(vs)
+        } else {
+            Measures::Single(next(set[0])?)
+        };
+        out.push(BlockPoint {
+            time_ns,
+            version,
+            measures,
+        });
+    }
+    Ok(out)
+}
+
+/// Decodes a block column by column, only the attributes whose names `keep` accepts
+/// (the others are skipped without decoding); `multi` must be what it was encoded with.
+pub fn decode_block_columns(
+    bytes: &[u8],
+    multi: bool,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<BlockColumns> {
+    decode_parts(bytes, multi, keep).map(|(columns, _, _)| columns)
+}
+
+/// The kept columns, each point's set number, and the sets (as column numbers among
+/// all columns; decode_block keeps them all, so they index `columns` too).
+type Parts = (BlockColumns, Vec<usize>, Vec<Vec<usize>>);
+
+fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Result<Parts> {
     let mut r = ByteReader::new(bytes);
     let h = header(&mut r)?;
     if h.multi != multi {
@@ -320,48 +446,38 @@ pub fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>> {
     };
     let mut string_budget = spare_bits.saturating_mul(8);
 
-    let times = ints::decode(r.section()?, n)?;
-    let increasing = times.windows(2).all(|w| w[0] < w[1]);
-    if !increasing || times.first() != Some(&h.first_ns) || times.last() != Some(&h.last_ns) {
+    let times_ns = ints::decode(r.section()?, n)?;
+    let increasing = times_ns.windows(2).all(|w| w[0] < w[1]);
+    if !increasing || times_ns.first() != Some(&h.first_ns) || times_ns.last() != Some(&h.last_ns) {
         return Err(corrupt("times disagree with the header"));
     }
     let versions = ints::decode(r.section()?, n)?;
-    let mut decoded = Vec::with_capacity(d);
-    for (c, (_, kind)) in dict.iter().enumerate() {
-        let values = columns::decode(
-            r.section()?,
-            *kind,
-            col_values[c] as usize,
-            &mut string_budget,
-        )?;
-        decoded.push(values.into_iter());
+    let mut kept = Vec::with_capacity(d);
+    for (c, (name, kind)) in dict.into_iter().enumerate() {
+        let section = r.section()?;
+        if !keep(&name) {
+            continue;
+        }
+        let count = col_values[c] as usize;
+        let values = columns::decode(section, kind, count, &mut string_budget)?;
+        let points = (count != n).then(|| {
+            (0..n as u32)
+                .filter(|&p| sets[point_sets[p as usize]].contains(&c))
+                .collect()
+        });
+        kept.push(BlockColumn {
+            name,
+            points,
+            values,
+        });
     }
     if r.rest().iter().any(|&b| b != 0) {
         return Err(corrupt("trailing bytes"));
     }
-
-    let mut out = Vec::with_capacity(n);
-    for ((time_ns, version), set) in times.into_iter().zip(versions).zip(point_sets) {
-        let mut next = |c: usize| {
-            decoded[c]
-                .next()
-                .ok_or_else(|| corrupt("column shorter than its attribute sets"))
-        };
-        let measures = if multi {
-            let set = &sets[set];
-            let mut vs = Vec::with_capacity(set.len());
-            for &c in set {
-                vs.push((dict[c].0.clone(), next(c)?));
-            }
-            Measures::Multi(vs)
-        } else {
-            Measures::Single(next(sets[set][0])?)
-        };
-        out.push(BlockPoint {
-            time_ns,
-            version,
-            measures,
-        });
-    }
-    Ok(out)
+    let columns = BlockColumns {
+        times_ns,
+        versions,
+        columns: kept,
+    };
+    Ok((columns, point_sets, sets))
 }
