@@ -12,6 +12,11 @@
 //!    cheapest of its transforms ([`ints`], [`floats`], [`columns`]) over one entropy
 //!    coder ([`entropy`]).
 //!
+//! Decoding reads the header ([`decode_block_times`] stops there), the dictionary and
+//! the sets, checks the counts against the block's length, then the sections:
+//! [`decode_block_columns`] returns typed columns and skips the sections of the
+//! attributes it is not asked for; [`decode_block`] turns all of them into points.
+//!
 //! # Format, version 1 (a contract: decoders of later versions keep reading it)
 //!
 //! ```text
@@ -461,8 +466,9 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
         let count = col_values[c] as usize;
         let values = columns::decode(section, kind, count, &mut string_budget)?;
         let points = (count != n).then(|| {
+            let has: Vec<bool> = sets.iter().map(|set| set.contains(&c)).collect();
             (0..n as u32)
-                .filter(|&p| sets[point_sets[p as usize]].contains(&c))
+                .filter(|&p| has[point_sets[p as usize]])
                 .collect()
         });
         kept.push(BlockColumn {

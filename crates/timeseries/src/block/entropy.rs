@@ -152,7 +152,7 @@ impl Code {
 }
 
 /// Huffman code lengths, flattened by halving the counts until none exceeds
-/// [`MAX_CODE_BITS`] (all counts equal gives depth ceil(log2 128) = 7, so this ends).
+/// [`MAX_CODE_BITS`] (equal counts give depth ceil(log2 65) = 7 at most, so this ends).
 fn limited_lengths(freq: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
     let mut weights = *freq;
     loop {

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
 mod measure;
+mod projection;
 
 use super::*;
 
@@ -394,6 +395,58 @@ const GOLDEN_HEX: &str = concat!(
     "06000102be0114",
     "0101",
 );
+
+/// Six readings with every kind of column and stream (decimal and full-precision
+/// doubles, integers, booleans, a dictionary of strings, a point without one
+/// attribute): pinned as a whole.
+fn golden_points() -> Vec<BlockPoint> {
+    (0..6)
+        .map(|i| {
+            let mut vs = vec![
+                ("temp".to_string(), Value::Double(20.5 + i as f64 * 0.25)),
+                ("load".to_string(), Value::Double(1.0 / (i as f64 + 3.0))),
+                ("n".to_string(), Value::Bigint(1000 - 7 * i * i)),
+                ("ok".to_string(), Value::Boolean(i % 3 == 0)),
+            ];
+            if i != 4 {
+                vs.push((
+                    "site".to_string(),
+                    Value::Varchar(["a", "b"][i as usize % 2].into()),
+                ));
+            }
+            point(
+                1_700_000_000_000_000_000 + i * 10_000_000_000,
+                Measures::Multi(vs),
+            )
+        })
+        .collect()
+}
+
+/// Header and dictionary; two sets (`1f`, `0f`: point 4 lacks `site`), one bit a point
+/// (`08`); times by DOD with a stream of zero-width groups (`0001`); versions by FOR;
+/// `temp` DECIMAL e=2 by DOD; `load` DELTA, widths 51 and 52 of one bit each;
+/// `n` DOD, five-bit groups; `ok` bits; `site` a dictionary of two.
+const GOLDEN_STREAMS_HEX: &str = concat!(
+    "0101068080d0e2c6bfce972f80e8eda1ba01",
+    "05000474656d7000046c6f616401016e03026f6b020473697465",
+    "021f0f08",
+    "11028080d0e2c6bfce972f8090dfc04a0001",
+    "0400020001",
+    "080002028420320001",
+    "2e01003fd5555555555555330211aaaaaaaaaaaaa7333333333332e222222222222586186186186164924924924918",
+    "0902d00f0d0501def7b0",
+    "020290",
+    "0701020161016258",
+);
+
+#[test]
+fn golden_block_with_streams() {
+    let points = golden_points();
+    let bytes = encode_block(&points, true).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_STREAMS_HEX, "format version 1 changed");
+    assert_eq!(decode_block(&bytes, true).unwrap(), points);
+}
 
 #[test]
 fn corrupt_headers_are_refused_before_allocating() {
