@@ -31,9 +31,10 @@
 //!                 varint length; UTF-8 name), distinct pairs, in order of first use;
 //!            every name is "" when the points are single values
 //! presence = varint s: distinct attribute sets, 1..=n
-//!            s × ceil(d / 8) bytes: column c is in the set when bit c % 8 (from the
-//!                 least significant) of byte c / 8 is set; bits from d on are 0;
-//!                 a set of a single-value block holds exactly one column
+//!            s × (varint m: the set's columns, then, unless m = d (all of them),
+//!                 m × varint: each column number as the gap from the previous one
+//!                 plus one (the first: itself), in increasing order); a set of a
+//!                 single-value block holds one column
 //!            ceil(n × w / 8) bytes: each point's set number, w = bit_len(s - 1) bits
 //!                 each, MSB first, zero-padded
 //! times    = section: an integer column of the n times (strictly increasing, first
@@ -65,7 +66,7 @@ mod ints;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bits::{BitReader, BitWriter, ByteReader, bit_len, corrupt, put_section, put_varint};
 use columns::Column;
@@ -169,11 +170,14 @@ pub fn encode_block(points: &[BlockPoint], multi: bool) -> Result<Vec<u8>> {
     }
     put_varint(&mut out, sets.len() as u64);
     for set in &sets {
-        let mut bitmap = vec![0u8; dict.len().div_ceil(8)];
-        for &c in set {
-            bitmap[c / 8] |= 1 << (c % 8);
+        put_varint(&mut out, set.len() as u64);
+        if set.len() < dict.len() {
+            let mut next = 0;
+            for &c in set {
+                put_varint(&mut out, (c - next) as u64);
+                next = c + 1;
+            }
         }
-        out.extend_from_slice(&bitmap);
     }
     let width = bit_len(sets.len() as u64 - 1);
     let mut w = BitWriter::new(out);
@@ -389,6 +393,7 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
 
     let d = r.count(r.remaining() / 2, "more columns than bytes")?;
     let mut dict: Vec<(String, MeasureType)> = Vec::with_capacity(d);
+    let mut seen = HashSet::with_capacity(d);
     for _ in 0..d {
         let kind = columns::type_of(r.u8()?)?;
         let len = r.count(r.remaining(), "column name longer than the block")?;
@@ -397,7 +402,7 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
         if !multi && !name.is_empty() {
             return Err(corrupt("named column in a single-value block"));
         }
-        if dict.iter().any(|(m, k)| m == name && *k == kind) {
+        if !seen.insert((name, kind)) {
             return Err(corrupt("column named twice"));
         }
         dict.push((name.to_string(), kind));
@@ -407,18 +412,29 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
     if s == 0 {
         return Err(corrupt("no attribute sets"));
     }
-    let bitmap_len = d.div_ceil(8);
-    if bitmap_len.saturating_mul(s) > r.remaining() {
+    // Every set costs a byte, so `s` is bounded by the bytes before anything is
+    // allocated per set.
+    if s > r.remaining() {
         return Err(corrupt("attribute sets truncated"));
     }
     let mut sets: Vec<Vec<usize>> = Vec::with_capacity(s);
     for _ in 0..s {
-        let bitmap = r.take(bitmap_len)?;
-        let set: Vec<usize> = (0..bitmap_len * 8)
-            .filter(|&c| bitmap[c / 8] >> (c % 8) & 1 == 1)
-            .collect();
-        if set.last().is_some_and(|&c| c >= d) {
-            return Err(corrupt("attribute set names a missing column"));
+        let m = r.count(
+            d.min(r.remaining()),
+            "attribute set larger than the columns",
+        )?;
+        let mut set = Vec::with_capacity(m);
+        if m == d {
+            set.extend(0..d);
+        }
+        let mut next = 0u64;
+        for _ in 0..m - set.len() {
+            let c = next.saturating_add(r.varint()?);
+            if c >= d as u64 {
+                return Err(corrupt("attribute set names a missing column"));
+            }
+            set.push(c as usize);
+            next = c + 1;
         }
         if !multi && set.len() != 1 {
             return Err(corrupt("single-value point without exactly one value"));
@@ -458,6 +474,9 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
     }
     let versions = ints::decode(r.section()?, n)?;
     let mut kept = Vec::with_capacity(d);
+    // Point indexes of the kept columns that some points lack, in one pass over the
+    // values (a pass per column would be quadratic in a wide, sparse block).
+    let mut sparse: Vec<Option<Vec<u32>>> = vec![None; d];
     for (c, (name, kind)) in dict.into_iter().enumerate() {
         let section = r.section()?;
         if !keep(&name) {
@@ -465,21 +484,31 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
         }
         let count = col_values[c] as usize;
         let values = columns::decode(section, kind, count, &mut string_budget)?;
-        let points = (count != n).then(|| {
-            let has: Vec<bool> = sets.iter().map(|set| set.contains(&c)).collect();
-            (0..n as u32)
-                .filter(|&p| has[point_sets[p as usize]])
-                .collect()
-        });
-        kept.push(BlockColumn {
-            name,
-            points,
-            values,
-        });
+        if count != n {
+            sparse[c] = Some(Vec::with_capacity(count));
+        }
+        kept.push((c, name, values));
     }
     if r.rest().iter().any(|&b| b != 0) {
         return Err(corrupt("trailing bytes"));
     }
+    if sparse.iter().any(Option::is_some) {
+        for (p, &set) in point_sets.iter().enumerate() {
+            for &c in &sets[set] {
+                if let Some(points) = &mut sparse[c] {
+                    points.push(p as u32);
+                }
+            }
+        }
+    }
+    let kept = kept
+        .into_iter()
+        .map(|(c, name, values)| BlockColumn {
+            name,
+            points: sparse[c].take(),
+            values,
+        })
+        .collect();
     let columns = BlockColumns {
         times_ns,
         versions,

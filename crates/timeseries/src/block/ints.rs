@@ -7,7 +7,7 @@
 //!   1 DELTA      zigzag varint v[0]; n-1 residuals zigzag(v[i] - v[i-1])
 //!   2 DOD        zigzag varint v[0]; if n >= 2: zigzag varint v[1] - v[0];
 //!                n-2 residuals zigzag((v[i] - v[i-1]) - (v[i-1] - v[i-2]))
-//! residual stream (context 0) to the end of the section
+//! residual stream (entropy) to the end of the section
 //! ```
 //!
 //! All arithmetic wraps (two's complement), so every i64 sequence round-trips. FOR

@@ -92,3 +92,25 @@ fn a_single_value_block_has_one_unnamed_column_per_type() {
     assert_eq!(cols.columns[1].points, Some(vec![7, 8, 9]));
     assert_eq!(decode_block(&bytes, false).unwrap(), points);
 }
+
+#[test]
+fn a_wide_sparse_block_decodes_in_linear_time() {
+    // 20,000 attributes on the first point, none on the 100,000 others: any work per
+    // (column, point) pair would be 2e9 steps.
+    let wide: Vec<(String, Value)> = (0..20_000)
+        .map(|i| (format!("a{i}"), Value::Bigint(i)))
+        .collect();
+    let points: Vec<BlockPoint> = (0..100_000)
+        .map(|t| {
+            let vs = if t == 0 { wide.clone() } else { Vec::new() };
+            point(t, Measures::Multi(vs))
+        })
+        .collect();
+    let bytes = encode_block(&points, true).unwrap();
+    let start = std::time::Instant::now();
+    let cols = decode_block_columns(&bytes, true, &|_| true).unwrap();
+    assert_eq!(cols.columns.len(), 20_000);
+    assert!(cols.columns.iter().all(|c| c.points == Some(vec![0])));
+    assert_eq!(decode_block(&bytes, true).unwrap(), points);
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+}
