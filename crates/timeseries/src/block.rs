@@ -418,11 +418,15 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
         return Err(corrupt("attribute sets truncated"));
     }
     let mut sets: Vec<Vec<usize>> = Vec::with_capacity(s);
+    // The encoder only writes sets that points use, so their members are values, which
+    // the expansion rule bounds (a set of all columns costs one varint).
+    let mut members = 0u64;
     for _ in 0..s {
-        let m = r.count(
-            d.min(r.remaining()),
-            "attribute set larger than the columns",
-        )?;
+        let m = r.count(d, "attribute set larger than the columns")?;
+        members += m as u64;
+        if members > bytes.len() as u64 * 8 {
+            return Err(corrupt("attribute sets larger than the block can justify"));
+        }
         let mut set = Vec::with_capacity(m);
         if m == d {
             set.extend(0..d);

@@ -40,6 +40,32 @@ fn corrupt_headers_are_refused_before_allocating() {
 }
 
 #[test]
+fn sets_of_all_columns_cannot_multiply_memory() {
+    // 4,000 columns and 40,000 sets of all of them, one varint each: 1.3 GB of set
+    // members if the decoder believed them.
+    let (d, s) = (4000u64, 40_000u64);
+    let mut b = vec![FORMAT_VERSION, 1];
+    put_varint(&mut b, s);
+    b.extend([0, 0]);
+    put_varint(&mut b, d);
+    for c in 0..d {
+        let name = format!("a{c}");
+        b.push(0);
+        put_varint(&mut b, name.len() as u64);
+        b.extend(name.as_bytes());
+    }
+    put_varint(&mut b, s);
+    for _ in 0..s {
+        put_varint(&mut b, d);
+    }
+    b.resize(b.len() + 10_000, 0);
+    match decode_block(&b, true) {
+        Err(Error::Corrupt(msg)) => assert!(msg.contains("attribute sets larger"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn constant_blocks_are_padded_to_pay_for_their_points() {
     let points: Vec<BlockPoint> = (0..100_000)
         .map(|i| {
