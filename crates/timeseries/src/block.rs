@@ -37,8 +37,8 @@
 //!                 single-value block holds one column
 //!            ceil(n × w / 8) bytes: each point's set number, w = bit_len(s - 1) bits
 //!                 each, MSB first, zero-padded
-//! times    = section: an integer column of the n times (strictly increasing, first
-//!            and last equal to the header's)
+//! times    = section: an integer column of the n times minus the first (as u64:
+//!            the times strictly increase, the first and last are the header's)
 //! versions = section: an integer column of the n versions
 //! column   = section, one per dictionary column in order: the values of the points
 //!            whose set holds the column, in time order, by type: DOUBLE (floats),
@@ -187,7 +187,10 @@ pub fn encode_block(points: &[BlockPoint], multi: bool) -> Result<Vec<u8>> {
     let mut out = w.finish();
 
     let mut section = Vec::new();
-    let times: Vec<i64> = points.iter().map(|p| p.time_ns).collect();
+    let times: Vec<i64> = points
+        .iter()
+        .map(|p| p.time_ns.wrapping_sub(first.time_ns))
+        .collect();
     ints::encode(&times, &mut section);
     put_section(&mut out, &section);
     section.clear();
@@ -471,7 +474,10 @@ fn decode_parts(bytes: &[u8], multi: bool, keep: &dyn Fn(&str) -> bool) -> Resul
     };
     let mut string_budget = spare_bits.saturating_mul(8);
 
-    let times_ns = ints::decode(r.section()?, n)?;
+    let mut times_ns = ints::decode(r.section()?, n)?;
+    for t in &mut times_ns {
+        *t = t.wrapping_add(h.first_ns);
+    }
     let increasing = times_ns.windows(2).all(|w| w[0] < w[1]);
     if !increasing || times_ns.first() != Some(&h.first_ns) || times_ns.last() != Some(&h.last_ns) {
         return Err(corrupt("times disagree with the header"));

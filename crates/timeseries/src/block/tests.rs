@@ -387,9 +387,9 @@ fn golden_block() {
 /// `01 01 02` version, MULTI, 2 points; `80a8d6b907` zigzag first time;
 /// `80c8afa025` span; `02 00 04 "temp" 03 02 "ok"` columns DOUBLE temp, BOOLEAN ok;
 /// `01 02` one set, of both columns (so no per-point set numbers);
-/// times: `0b 02 80a8d6b907 8090dfc04a` (DOD: first, first delta); versions:
-/// `03 02 02 00`; temp: `06 00 01 02 be01 14` (DECIMAL e=1 of 95, 105 by DOD);
-/// ok: `01 01` (all true).
+/// times: `07 02 00 8090dfc04a` (DOD of the offsets from the first: 0, then the first
+/// delta); versions: `03 02 02 00`; temp: `06 00 01 02 be01 14` (DECIMAL e=1 of 95,
+/// 105 by DOD); ok: `01 01` (all true).
 const GOLDEN_HEX: &str = concat!(
     "010102",
     "80a8d6b907",
@@ -398,7 +398,7 @@ const GOLDEN_HEX: &str = concat!(
     "000474656d70",
     "03026f6b",
     "0102",
-    "0b0280a8d6b9078090dfc04a",
+    "0702008090dfc04a",
     "03020200",
     "06000102be0114",
     "0101",
@@ -438,7 +438,7 @@ const GOLDEN_STREAMS_HEX: &str = concat!(
     "0101068080d0e2c6bfce972f80e8eda1ba01",
     "05000474656d7000046c6f616401016e03026f6b020473697465",
     "0205040000000008",
-    "11028080d0e2c6bfce972f8090dfc04a0001",
+    "0902008090dfc04a0001",
     "0400020001",
     "080002028420320001",
     "2e01003fd5555555555555330211aaaaaaaaaaaaa7333333333332e222222222222586186186186164924924924918",
