@@ -5,6 +5,7 @@
 use super::super::bits::put_varint;
 use super::super::*;
 use super::{XorShift, all_values, golden_points, point, random_points, round_trip};
+use crate::error::Error;
 
 #[test]
 fn corrupt_headers_are_refused_before_allocating() {
