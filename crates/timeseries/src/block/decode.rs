@@ -18,6 +18,7 @@ pub(super) struct Header {
     pub(super) last_ns: i64,
 }
 
+/// Reads and checks the header.
 pub(super) fn header(r: &mut ByteReader<'_>) -> Result<Header> {
     let version = r.u8()?;
     if version != FORMAT_VERSION {
@@ -44,8 +45,7 @@ pub(super) fn header(r: &mut ByteReader<'_>) -> Result<Header> {
     })
 }
 
-/// Decodes a block of [`encode_block`] point by point; `multi` must be what it was
-/// encoded with. Corrupt bytes give [`Error::Corrupt`].
+/// [`super::decode_block`]: the columns, dealt out to the points by their sets.
 pub(super) fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>> {
     let (columns, point_sets, sets) = decode_parts(bytes, multi, &|_| true)?;
     let (names, mut values): (Vec<String>, Vec<_>) = columns
@@ -84,6 +84,7 @@ pub(super) fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>>
 /// all columns; decode_block keeps them all, so they index `columns` too).
 type Parts = (BlockColumns, Vec<usize>, Vec<Vec<usize>>);
 
+/// Decodes the columns that `keep` accepts, with what [`decode_block`] needs besides.
 pub(super) fn decode_parts(
     bytes: &[u8],
     multi: bool,

@@ -21,8 +21,7 @@ fn attributes(p: &BlockPoint, multi: bool) -> Result<Vec<(&str, &Value)>> {
     }
 }
 
-/// Encodes the points of one series (times strictly increasing); `multi` says whether
-/// the series holds MULTI records ([`Measures::Multi`]) or single values.
+/// [`super::encode_block`].
 pub(super) fn encode_block(points: &[BlockPoint], multi: bool) -> Result<Vec<u8>> {
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return Err(Error::invalid("a block holds at least one point"));
