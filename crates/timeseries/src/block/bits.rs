@@ -243,6 +243,37 @@ impl<'a> BitReader<'a> {
         v
     }
 
+    /// Reads `out.len() <= 4` values of `n <= 56` bits each, from one bounds-checked
+    /// window (the hot loop of the residual streams).
+    #[inline(always)]
+    pub(super) fn read_group(&mut self, n: u32, out: &mut [u64]) {
+        // 4 values of 56 bits from a bit offset of up to 7 end within 29 bytes; the
+        // last word read starts at most 28 bytes in.
+        const WINDOW: usize = 40;
+        let byte = self.pos >> 3;
+        let Some(window) = self
+            .bytes
+            .get(byte..)
+            .and_then(<[u8]>::first_chunk::<WINDOW>)
+        else {
+            for r in out {
+                *r = self.read_short(n);
+            }
+            return;
+        };
+        let mut bit = self.pos & 7;
+        for r in out.iter_mut() {
+            // `& 31` lets the compiler see every load in bounds.
+            let at = (bit >> 3) & 31;
+            let word = window[at..]
+                .first_chunk::<8>()
+                .map_or(0, |w| u64::from_be_bytes(*w));
+            *r = ((word << (bit & 7)) >> 1) >> (63 - n);
+            bit += n as usize;
+        }
+        self.pos += out.len() * n as usize;
+    }
+
     /// Reads `n <= 64` bits.
     #[inline]
     pub(super) fn read(&mut self, n: u32) -> u64 {

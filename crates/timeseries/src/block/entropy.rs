@@ -317,9 +317,7 @@ pub(super) fn decode(bytes: &[u8], out: &mut [u64]) -> Result<()> {
             // (Also keeps constant columns from peeking past the end, the slow path.)
             group.fill(0);
         } else if w <= 56 {
-            for r in group {
-                *r = bits.read_short(w);
-            }
+            bits.read_group(w, group);
         } else {
             for r in group {
                 *r = bits.read(w);

@@ -143,10 +143,18 @@ pub(super) fn decode(section: &[u8], n: usize) -> Result<Vec<f64>> {
             words[0] = r.u64_be()?;
             entropy::decode(r.rest(), &mut words[1..])?;
             let mut o = order(words[0]) >> k;
-            let fill = mask(k);
-            for w in &mut words[1..] {
-                o = o.wrapping_add(unzigzag(*w) as u64);
-                *w = unorder(o, k, fill);
+            if k == 0 {
+                // The common case, without the shifts.
+                for w in &mut words[1..] {
+                    o = o.wrapping_add(unzigzag(*w) as u64);
+                    *w = unorder(o, 0, 0);
+                }
+            } else {
+                let fill = mask(k);
+                for w in &mut words[1..] {
+                    o = o.wrapping_add(unzigzag(*w) as u64);
+                    *w = unorder(o, k, fill);
+                }
             }
             Ok(words.into_iter().map(f64::from_bits).collect())
         }
