@@ -248,6 +248,30 @@ fn best_ns(values: usize, rounds: usize, mut f: impl FnMut()) -> f64 {
 }
 
 #[test]
+fn floats_widened_from_f32_drop_their_zero_bits() {
+    // A walk of single-precision readings stored as doubles: 29 mantissa bits are
+    // always zero, and DELTA's shift drops them.
+    let mut rng = SplitMix {
+        state: 5,
+        spare: None,
+    };
+    let mut v = 20.0f32;
+    let points: Vec<BlockPoint> = (0..360)
+        .map(|i| {
+            v = (v + rng.normal() as f32 * 0.1).clamp(-40.0, 60.0);
+            BlockPoint {
+                time_ns: T0_NS + i * 10_000_000_000,
+                version: 1,
+                measures: Measures::Single(Value::Double(f64::from(v))),
+            }
+        })
+        .collect();
+    let (bytes, _) = bytes_per_point(&[(points, false)]);
+    println!("f32 walk as doubles: {bytes:.3} B/point");
+    assert!(bytes < 3.5, "{bytes:.3}");
+}
+
+#[test]
 #[ignore = "timing; run in release"]
 fn speed() {
     let blocks: Vec<Vec<BlockPoint>> = (0..50).map(tsbs_block).collect();
