@@ -192,6 +192,18 @@ impl BitWriter {
     }
 }
 
+/// The last bytes of `bytes` from `byte` on, zero-padded to a word (kept out of line so
+/// that the hot path loads its word straight into a register).
+#[cold]
+#[inline(never)]
+fn tail_word(bytes: &[u8], byte: usize) -> u64 {
+    let mut w = [0u8; 8];
+    let tail = bytes.get(byte..).unwrap_or_default();
+    let len = tail.len().min(8);
+    w[..len].copy_from_slice(&tail[..len]);
+    u64::from_be_bytes(w)
+}
+
 /// Reads bits MSB-first. Reading past the end yields zero bits and is reported by
 /// [`BitReader::check`], so that hot loops need no error branch per read.
 #[derive(Debug)]
@@ -207,31 +219,67 @@ impl<'a> BitReader<'a> {
     }
 
     /// The next 57 or more bits, left-aligned (the next bit is the MSB).
-    #[inline]
+    #[inline(always)]
     pub(super) fn peek(&self) -> u64 {
         let byte = self.pos >> 3;
         let word = match self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<8>) {
             Some(w) => u64::from_be_bytes(*w),
-            None => {
-                let mut w = [0u8; 8];
-                let tail = self.bytes.get(byte..).unwrap_or_default();
-                w[..tail.len()].copy_from_slice(tail);
-                u64::from_be_bytes(w)
-            }
+            None => tail_word(self.bytes, byte),
         };
         word << (self.pos & 7)
     }
 
     /// Skips `n` bits already peeked.
-    #[inline]
+    #[inline(always)]
     pub(super) fn consume(&mut self, n: u32) {
         self.pos += n as usize;
+    }
+
+    /// Reads `n <= 56` bits.
+    #[inline(always)]
+    pub(super) fn read_short(&mut self, n: u32) -> u64 {
+        let v = (self.peek() >> 1) >> (63 - n);
+        self.consume(n);
+        v
+    }
+
+    /// Reads `out.len() <= 4` values of `n <= 56` bits each, from one bounds-checked
+    /// window (the hot loop of the residual streams).
+    #[inline(always)]
+    pub(super) fn read_group(&mut self, n: u32, out: &mut [u64]) {
+        // 4 values of 56 bits from a bit offset of up to 7 end within 29 bytes; the
+        // last word read starts at most 28 bytes in.
+        const WINDOW: usize = 40;
+        let byte = self.pos >> 3;
+        let Some(window) = self
+            .bytes
+            .get(byte..)
+            .and_then(<[u8]>::first_chunk::<WINDOW>)
+        else {
+            for r in out {
+                *r = self.read_short(n);
+            }
+            return;
+        };
+        let mut bit = self.pos & 7;
+        for r in out.iter_mut() {
+            // `& 31` lets the compiler see every load in bounds.
+            let at = (bit >> 3) & 31;
+            let word = window[at..]
+                .first_chunk::<8>()
+                .map_or(0, |w| u64::from_be_bytes(*w));
+            *r = ((word << (bit & 7)) >> 1) >> (63 - n);
+            bit += n as usize;
+        }
+        self.pos += out.len() * n as usize;
     }
 
     /// Reads `n <= 64` bits.
     #[inline]
     pub(super) fn read(&mut self, n: u32) -> u64 {
-        if n <= 56 {
+        if n == 0 {
+            0
+        } else if n <= 56 {
             let v = shr(self.peek(), 64 - n);
             self.consume(n);
             v

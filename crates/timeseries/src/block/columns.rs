@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::bits::{BitReader, BitWriter, ByteReader, bit_len, corrupt, put_varint, varint_len};
-use super::{floats, ints};
+use super::{ColumnValues, floats, ints};
 use crate::error::{Error, Result};
 use crate::model::{MeasureType, Value};
 
@@ -109,28 +109,13 @@ pub(super) fn decode(
     kind: MeasureType,
     n: usize,
     string_budget: &mut u64,
-) -> Result<Vec<Value>> {
+) -> Result<ColumnValues> {
     Ok(match kind {
-        MeasureType::Double => floats::decode(section, n)?
-            .into_iter()
-            .map(Value::Double)
-            .collect(),
-        MeasureType::Bigint => ints::decode(section, n)?
-            .into_iter()
-            .map(Value::Bigint)
-            .collect(),
-        MeasureType::Timestamp => ints::decode(section, n)?
-            .into_iter()
-            .map(Value::Timestamp)
-            .collect(),
-        MeasureType::Varchar => decode_varchar(section, n, string_budget)?
-            .into_iter()
-            .map(Value::Varchar)
-            .collect(),
-        MeasureType::Boolean => decode_boolean(section, n)?
-            .into_iter()
-            .map(Value::Boolean)
-            .collect(),
+        MeasureType::Double => ColumnValues::Double(floats::decode(section, n)?),
+        MeasureType::Bigint => ColumnValues::Bigint(ints::decode(section, n)?),
+        MeasureType::Timestamp => ColumnValues::Timestamp(ints::decode(section, n)?),
+        MeasureType::Varchar => ColumnValues::Varchar(decode_varchar(section, n, string_budget)?),
+        MeasureType::Boolean => ColumnValues::Boolean(decode_boolean(section, n)?),
         MeasureType::Multi => return Err(corrupt("MULTI column")),
     })
 }

@@ -5,8 +5,7 @@
 //!   0 DECIMAL    u8 e (0..=22), then an integer column (see ints) of m[i], where
 //!                v[i] == m[i] as f64 / 10^e bit for bit (|m[i]| <= 2^53)
 //!   1 DELTA      u8 k (0..=52), u64 big-endian bits of v[0], then a residual stream
-//!                of n-1 residuals zigzag(o[i] - o[i-1]) in context exponent(v[i-1]),
-//!                where o[i] = order(bits(v[i])) >> k
+//!                of n-1 residuals zigzag(o[i] - o[i-1]), o[i] = order(bits(v[i])) >> k
 //! ```
 //!
 //! `order(b)` maps the bits of a double to an unsigned number in the order of the
@@ -15,16 +14,14 @@
 //! bits of its step, not of its level (Gorilla's XOR of neighbours pays for every
 //! mantissa bit below the first one that changes, which a step of ±1 near 50 flips
 //! through carries). `k` drops trailing zero bits that every value shares (floats
-//! widened to doubles have 29). `exponent(v)` is the 11-bit biased exponent; a value
-//! twice as large has half as many units in the last place per step, so the bit length
-//! of a residual plus that exponent stays steady when the level drifts.
+//! widened to doubles have 29).
 //!
 //! DECIMAL catches values written with few decimals (`12.3`, `94558`): their bits look
 //! random, but their scaled integers are small. Every value round-trips bit for bit,
 //! `-0.0`, infinities and NaN payloads included (they never qualify for DECIMAL).
 
 use super::bits::{ByteReader, corrupt, mask, unzigzag, zigzag};
-use super::entropy::{Code, Stats, StreamReader};
+use super::entropy::{self, Code, Stats};
 use super::ints;
 use crate::error::Result;
 
@@ -51,17 +48,15 @@ fn order(bits: u64) -> u64 {
     }
 }
 
-/// Inverse of [`order`], for a number shifted right by `k`.
-#[inline]
-fn unorder(shifted: u64, k: u32) -> u64 {
-    let positive = (shifted >> (63 - k)) & 1 == 1;
-    let o = (shifted << k) | if positive { 0 } else { mask(k) };
-    if positive { o & !(1 << 63) } else { !o }
-}
-
-#[inline]
-fn exponent(bits: u64) -> u32 {
-    ((bits >> 52) & 0x7ff) as u32
+/// Inverse of [`order`], for a number shifted right by `k` (`fill` = `mask(k)`).
+/// Branch-free: it runs once per decoded value.
+#[inline(always)]
+fn unorder(shifted: u64, k: u32, fill: u64) -> u64 {
+    // All ones when the value is positive (the top bit of the unshifted order is set).
+    let positive = 0u64.wrapping_sub((shifted >> (63 - k)) & 1);
+    let o = (shifted << k) | (fill & !positive);
+    // Positive: clear the top bit; negative: flip every bit.
+    o ^ (!positive | 1 << 63)
 }
 
 /// `x` as `m / 10^e`, if that division gives back exactly `x`.
@@ -89,11 +84,10 @@ fn decimal(values: &[f64]) -> Option<(u8, Vec<i64>)> {
     scaled.map(|m| (e as u8, m))
 }
 
-fn delta_residuals(values: &[f64], k: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
+fn delta_residuals(values: &[f64], k: u32) -> impl Iterator<Item = u64> + '_ {
     values.windows(2).map(move |w| {
-        let (prev, cur) = (w[0].to_bits(), w[1].to_bits());
-        let d = (order(cur) >> k).wrapping_sub(order(prev) >> k);
-        (zigzag(d as i64), exponent(prev))
+        let d = (order(w[1].to_bits()) >> k).wrapping_sub(order(w[0].to_bits()) >> k);
+        zigzag(d as i64)
     })
 }
 
@@ -143,18 +137,26 @@ pub(super) fn decode(section: &[u8], n: usize) -> Result<Vec<f64>> {
             if k > MAX_SHIFT {
                 return Err(corrupt("double shift out of range"));
             }
-            let mut bits = r.u64_be()?;
-            let mut o = order(bits) >> k;
-            let mut out = Vec::with_capacity(n);
-            out.push(f64::from_bits(bits));
-            let mut s = StreamReader::new(r.rest(), n - 1)?;
-            for _ in 1..n {
-                o = o.wrapping_add(unzigzag(s.next(exponent(bits))) as u64);
-                bits = unorder(o, k);
-                out.push(f64::from_bits(bits));
+            // The residuals are decoded into the output words, then turned into values
+            // in place.
+            let mut words = vec![0u64; n];
+            words[0] = r.u64_be()?;
+            entropy::decode(r.rest(), &mut words[1..])?;
+            let mut o = order(words[0]) >> k;
+            if k == 0 {
+                // The common case, without the shifts.
+                for w in &mut words[1..] {
+                    o = o.wrapping_add(unzigzag(*w) as u64);
+                    *w = unorder(o, 0, 0);
+                }
+            } else {
+                let fill = mask(k);
+                for w in &mut words[1..] {
+                    o = o.wrapping_add(unzigzag(*w) as u64);
+                    *w = unorder(o, k, fill);
+                }
             }
-            s.finish()?;
-            Ok(out)
+            Ok(words.into_iter().map(f64::from_bits).collect())
         }
         _ => Err(corrupt("unknown double transform")),
     }
