@@ -506,7 +506,9 @@ def test_closed_hours_are_sealed_in_the_background_and_read_the_same(ts, ts_quer
     sealed hour lands."""
     from google.cloud import bigtable
 
-    table = ts.table(memory_hours=12, magnetic_days=10)
+    # Short names, so that the Bigtable table id is "{db}.{table}" (not "ts-N").
+    db = ts.database(f"seal{int(time.time() * 1000) % 10**9}")
+    table = ts.table(db=db, name="cpu", memory_hours=12, magnetic_days=10)
     base = (now_ms() - 4 * HOUR_MS) // HOUR_MS * HOUR_MS
     write_all(table, [rec("cpu", f"{i}.5", t=base + i * 10_000) for i in range(360)])
     q = (

@@ -56,6 +56,10 @@ pub struct TableMeta {
     pub partition_key: Option<serde_json::Value>,
     /// Inferred schema.
     pub schema: Schema,
+    /// No bucket ending after this time (ns) is sealed ([`crate::seal`]): raised before
+    /// a seal pass seals anything, so a write above it needs no block lookup.
+    #[serde(default)]
+    pub sealed_before_ns: i64,
     /// Creation time, ms since the epoch.
     pub created_ms: i64,
     /// Last update, ms since the epoch.
@@ -409,6 +413,7 @@ impl<S: WideColumnStore> Catalog<S> {
             magnetic_writes: new.magnetic_writes,
             partition_key: new.partition_key,
             schema: Schema::default(),
+            sealed_before_ns: 0,
             created_ms: now_ms,
             updated_ms: now_ms,
         };

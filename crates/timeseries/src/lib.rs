@@ -183,7 +183,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
     pub fn seal(&self, db: &str, table: &str) -> Result<seal::SealStats> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
-        seal::seal_table(self.store().as_ref(), &handle, now_ns)
+        seal::seal_table(&self.catalog, &handle, now_ns)
     }
 
     /// Seals the closed buckets of every table that seals.

@@ -22,7 +22,10 @@
 //! 1. Walk the table keys only (one cell per row, values stripped), grouping rows by
 //!    series and bucket; a group is due when its bucket ended [`SEAL_DELAY_NS`] ago and
 //!    it has any row-form cell (not just a block).
-//! 2. For each due group, under the series' write lock: read the bucket's rows, merge
+//! 2. Raise the table's [`TableMeta::sealed_before_ns`] to that cutoff (persisted in
+//!    the catalog) before sealing anything: writers look for a block only in buckets
+//!    ending by then, so a backfill of fresh buckets costs no extra read.
+//! 3. For each due group, under the series' write lock: read the bucket's rows, merge
 //!    the block's points (if any) with the row-form points (the higher version wins a
 //!    time), and write the new block and the deletes in one MutateRows.
 //!
@@ -43,7 +46,7 @@ use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
 use crate::block::{BlockPoint, decode_block, encode_block};
-use crate::catalog::{BLOCK_FAMILY, TableHandle, TableMeta};
+use crate::catalog::{BLOCK_FAMILY, Catalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
@@ -86,13 +89,15 @@ pub fn bucket_start_ns(layout: &Layout, time_ns: i64) -> i64 {
     time_ns - time_ns.rem_euclid(bucket_ns(layout))
 }
 
-/// Whether the bucket of `time_ns` may have been sealed by `now_ns`: it ended at least
-/// [`SEAL_DELAY_NS`] ago.
-pub fn may_be_sealed(layout: &Layout, time_ns: i64, now_ns: i64) -> bool {
-    bucket_start_ns(layout, time_ns)
-        .saturating_add(bucket_ns(layout))
-        .saturating_add(SEAL_DELAY_NS)
-        <= now_ns
+/// End of the bucket holding `time_ns`.
+fn bucket_end_ns(layout: &Layout, time_ns: i64) -> i64 {
+    bucket_start_ns(layout, time_ns).saturating_add(bucket_ns(layout))
+}
+
+/// Whether the bucket of `time_ns` may be sealed in this table: it ends no later than
+/// the table's [`TableMeta::sealed_before_ns`].
+pub fn may_be_sealed(meta: &TableMeta, time_ns: i64) -> bool {
+    meta.layout.seal && bucket_end_ns(&meta.layout, time_ns) <= meta.sealed_before_ns
 }
 
 /// The time component of the bucket's first key in key order.
@@ -210,16 +215,32 @@ pub fn has_block(row: &Row) -> bool {
 
 /// Seals every due bucket of one table (steps in the module docs).
 pub fn seal_table<S: WideColumnStore>(
-    store: &S,
+    catalog: &Catalog<S>,
     handle: &TableHandle,
     now_ns: i64,
 ) -> Result<SealStats> {
+    let store = catalog.store().as_ref();
     let meta = handle.meta();
     let mut stats = SealStats::default();
     if !meta.layout.seal {
         return Ok(stats);
     }
-    for (series, start) in due_buckets(store, &meta, now_ns)? {
+    let cutoff = now_ns.saturating_sub(SEAL_DELAY_NS);
+    let due = due_buckets(store, &meta, cutoff)?;
+    if due.is_empty() {
+        return Ok(stats);
+    }
+    // Writers must look for blocks up to the cutoff before the first bucket is sealed.
+    if cutoff > meta.sealed_before_ns {
+        let _schema = handle
+            .schema_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = (*handle.meta()).clone();
+        next.sealed_before_ns = next.sealed_before_ns.max(cutoff);
+        catalog.put_table(handle, next)?;
+    }
+    for (series, start) in due {
         stats.add(seal_bucket(store, handle, &series, start)?);
     }
     Ok(stats)
@@ -229,7 +250,7 @@ pub fn seal_table<S: WideColumnStore>(
 fn due_buckets<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
-    now_ns: i64,
+    cutoff_ns: i64,
 ) -> Result<Vec<(Vec<u8>, i64)>> {
     let layout = &meta.layout;
 
@@ -248,7 +269,7 @@ fn due_buckets<S: WideColumnStore>(
     let flush = |g: Option<(Vec<u8>, i64, bool)>, due: &mut Vec<(Vec<u8>, i64)>| {
         if let Some((series, start, row_form)) = g
             && row_form
-            && may_be_sealed(layout, start, now_ns)
+            && bucket_end_ns(layout, start) <= cutoff_ns
         {
             due.push((series, start));
         }

@@ -181,7 +181,7 @@ pub fn write_records<S: WideColumnStore>(
     let Stored {
         points: stored,
         mut blocks,
-    } = read_stored(catalog.store().as_ref(), handle, &meta, &points, now_ns)?;
+    } = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
     // 5. Resolve in request order.
     let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
     let mut magnetic_of: HashMap<usize, bool> = HashMap::new();
@@ -415,9 +415,11 @@ fn read_stored<S: WideColumnStore>(
     handle: &TableHandle,
     meta: &TableMeta,
     points: &[(usize, Point, Place, bool)],
-    now_ns: i64,
 ) -> Result<Stored> {
     let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
+    // Taken under the series locks: a seal pass raises the watermark before it takes
+    // any of them, so this sees every bucket sealed in these series.
+    let sealing = handle.meta();
     for (_, p, pl, _) in points {
         let series = &pl.row[..pl.series_len];
         let mark = match handle.series.mark(series) {
@@ -428,9 +430,9 @@ fn read_stored<S: WideColumnStore>(
                 m
             }
         };
-        // A bucket closed long enough ago may be sealed, even above the mark (a late
-        // point after the newest one): its block must be read and rewritten.
-        let sealable = meta.layout.seal && may_be_sealed(&meta.layout, p.time_ns, now_ns);
+        // A bucket that may be sealed has its block read, even above the mark (a late
+        // point after the newest one), so the point goes into the block.
+        let sealable = may_be_sealed(&sealing, p.time_ns);
         if p.time_ns <= mark {
             let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
             r.0 = r.0.min(pl.slot);

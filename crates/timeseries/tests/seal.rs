@@ -161,7 +161,7 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
 
 fn run(pattern: Pattern, reverse: bool, seed: u64) -> Result {
     let ctx = format!("{pattern:?} reverse={reverse} seed={seed}");
-    let f = fixture("seal")?;
+    let mut f = fixture("seal")?;
     let t = table(&f, pattern, reverse)?;
     let mut rng = Rng(seed | 1);
     let mut model: BTreeMap<Key, Stored> = BTreeMap::new();
@@ -170,6 +170,14 @@ fn run(pattern: Pattern, reverse: bool, seed: u64) -> Result {
         match rng.below(10) {
             0 => sealed += f.ts.seal("db1", &t)?.buckets,
             1 => f.clock.advance(rng.below(20 * 60_000_000) as i64),
+            2 if rng.below(2) == 0 => {
+                // Reopen: the seal watermark and the series marks come back from disk.
+                let path = f._dir.0.clone();
+                let placeholder = tempdir::Dir::new("seal-swap");
+                let old = std::mem::replace(&mut f.ts, open_at(&placeholder.0, f.clock.clone())?);
+                drop(old);
+                f.ts = open_at(&path, f.clock.clone())?;
+            }
             _ => {
                 // A request of 1-5 records: mostly recent, some late, some repeats.
                 let now_ms = f.clock.now_us() / 1000;
@@ -184,11 +192,20 @@ fn run(pattern: Pattern, reverse: bool, seed: u64) -> Result {
                     // Whole seconds: the bucketed patterns hold one point per ms.
                     let time = (now_ms - age as i64) / 1000 * 1000;
                     let measure = if rng.below(2) == 0 { "cpu" } else { "readings" };
-                    let key = (
+                    let fresh = (
                         measure.to_string(),
                         HOSTS[rng.below(3) as usize].to_string(),
                         time,
                     );
+                    // A third of the records hit a stored point: upserts, repeats, lower
+                    // versions, in sealed buckets as much as in open ones.
+                    let key = match rng.below(3) {
+                        0 if !model.is_empty() => {
+                            let i = rng.below(model.len() as u64) as usize;
+                            model.keys().nth(i).cloned().unwrap_or(fresh)
+                        }
+                        _ => fresh,
+                    };
                     let version = 1 + rng.below(3) as i64;
                     let value = format!("{}.5", rng.below(4));
                     if let Some(v) = resolve(&mut model, &key, version, &value) {
