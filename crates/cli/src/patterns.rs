@@ -11,7 +11,9 @@
 //! 3. compact and report bytes on disk per point,
 //! 4. time the seeds' typical reads, each `--reads` times over random balloons:
 //!    one balloon's last hour, one measure across all balloons for a day, the latest
-//!    reading of every balloon.
+//!    reading of every balloon;
+//! 5. seal every closed hour into blocks (points/s of the seal pass), compact, and
+//!    report bytes and the same reads again (the `sealed` line).
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -74,6 +76,16 @@ struct RunResult {
     points: u64,
     write: Duration,
     cpu: f64,
+    /// Every point in its row, after a major compaction.
+    rows: State,
+    /// The seal pass over every closed hour.
+    seal: Duration,
+    /// After sealing and another major compaction.
+    sealed: State,
+}
+
+/// Size and read latencies of one state of the data.
+struct State {
     bytes: u64,
     last_hour: Duration,
     one_measure_day: Duration,
@@ -218,9 +230,38 @@ fn run_one(
     flush(&mut batch)?;
     let write = t0.elapsed();
     let cpu = cpu_secs() - c0;
+    let end_ns = (start_ms + minutes as i64 * 60_000) * 1_000_000;
+    let rows = measure_state(args, &engine, &ts, multi, end_ns)?;
+    // Then seal every closed hour into blocks and measure again.
+    let t1 = Instant::now();
+    let sealed_stats = ts.seal("weather", "balloons")?;
+    let seal = t1.elapsed();
+    anyhow::ensure!(sealed_stats.buckets > 0, "nothing was sealed");
+    let sealed = measure_state(args, &engine, &ts, multi, end_ns)?;
+    drop(ts);
+    engine.shutdown()?;
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(RunResult {
+        points,
+        write,
+        cpu,
+        rows,
+        seal,
+        sealed,
+    })
+}
+
+/// Compacts, then measures bytes per point and times the seeds' three reads.
+fn measure_state(
+    args: &PatternArgs,
+    engine: &Engine,
+    ts: &TimeSeries<EmbeddedStore>,
+    multi: bool,
+    end_ns: i64,
+) -> anyhow::Result<State> {
     engine.compact()?;
     let bytes = engine.disk_space()?.saturating_sub(engine.journal_space()?);
-    let end_ns = (start_ms + minutes as i64 * 60_000) * 1_000_000;
     let hour_ns = 3_600_000_000_000;
     let measure = if multi { "reading" } else { "temperature" };
     let count = |sel: &Selection| -> anyhow::Result<u64> {
@@ -268,14 +309,7 @@ fn run_one(
         );
         Ok(())
     })?;
-    drop(ts);
-    engine.shutdown()?;
-    drop(engine);
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(RunResult {
-        points,
-        write,
-        cpu,
+    Ok(State {
         bytes,
         last_hour,
         one_measure_day,
@@ -317,16 +351,27 @@ pub fn run(args: PatternArgs) -> anyhow::Result<()> {
             ));
             let r = run_one(&args, &dir, pattern, multi)
                 .with_context(|| format!("pattern {}", pattern.as_str()))?;
-            println!(
-                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} ms | {:.1} ms | {:.2} ms |",
-                pattern.as_str(),
-                if multi { "multi" } else { "single" },
-                r.points as f64 / r.write.as_secs_f64(),
-                r.cpu * 1e6 / r.points as f64,
-                r.bytes as f64 / r.points as f64,
-                ms(r.last_hour),
-                ms(r.one_measure_day),
-                ms(r.latest),
+            let kind = if multi { "multi" } else { "single" };
+            let line = |name: String, write: String, cpu: String, st: &State| {
+                println!(
+                    "| {name} | {kind} | {write} | {cpu} | {:.2} | {:.2} ms | {:.1} ms | {:.2} ms |",
+                    st.bytes as f64 / r.points as f64,
+                    ms(st.last_hour),
+                    ms(st.one_measure_day),
+                    ms(st.latest),
+                );
+            };
+            line(
+                pattern.as_str().to_string(),
+                format!("{:.0}", r.points as f64 / r.write.as_secs_f64()),
+                format!("{:.2}", r.cpu * 1e6 / r.points as f64),
+                &r.rows,
+            );
+            line(
+                format!("{} sealed", pattern.as_str()),
+                format!("(seal {:.0})", r.points as f64 / r.seal.as_secs_f64()),
+                "".to_string(),
+                &r.sealed,
             );
         }
     }
