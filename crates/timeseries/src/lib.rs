@@ -15,6 +15,10 @@
 //! A read ([`query`]) turns a selection (measure, dimensions, time) into key ranges
 //! and a filter, and decodes rows back into [`model::Point`]s.
 //!
+//! A seal pass ([`seal`]) rewrites each closed hour of a series into one compressed
+//! block ([`block`]); reads decode blocks like rows, writes into a sealed hour rewrite
+//! its block.
+//!
 //! Invariants: a stored point is never half-written (one row mutation each); a
 //! measure name or attribute keeps its first type; the schema is persisted before
 //! any row that needs it; a point is only replaced by a higher version.
