@@ -49,7 +49,6 @@
 //! second per few million cells), every write measures its row.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -153,9 +152,7 @@ impl Default for RowSizes {
 
 impl RowSizes {
     fn slots(row_prefix: &[u8]) -> Slots {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        row_prefix.hash(&mut h);
-        let h = h.finish();
+        let h = hash(row_prefix);
         let mask = (SKETCH_WIDTH - 1) as u64;
         Slots([(h & mask) as usize, ((h >> 32) & mask) as usize])
     }
@@ -241,6 +238,22 @@ impl RowSizes {
         }
         self.measured_len.store(map.len(), Ordering::Release);
     }
+}
+
+/// A fast 64-bit hash of a row prefix (FxHash-style word folding, then SplitMix64's
+/// finalizer so that every output bit depends on every input bit): the sketch needs
+/// two well-spread indices, not resistance to chosen keys (a collision only loosens a
+/// bound).
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = bytes.len() as u64;
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 /// Calls `f(key, parts, value size)` for every stored cell key in `[lo, hi)` (`hi`

@@ -131,10 +131,11 @@ impl<'a> Applier<'a> {
     fn apply_row(&mut self, key: &[u8], muts: &[Mutation]) -> Result<()> {
         let rp = keys::row_prefix(self.meta.id, key);
         let mut entry = Overlay::new();
+        let mut stored = 0u64;
         for m in muts {
-            self.apply_one(&rp, key, m, &mut entry)?;
+            stored += self.apply_one(&rp, key, m, &mut entry)?;
         }
-        self.check_row_size(&rp, key, &entry)?;
+        self.check_row_size(&rp, key, &entry, stored)?;
         for v in entry.values().flatten() {
             if v.len() > RECOMMENDED_VALUE_BYTES {
                 self.warnings.push(Warning::LargeValue {
@@ -151,13 +152,9 @@ impl<'a> Applier<'a> {
     /// Refuses the row's entry if it would take the stored row past
     /// [`crate::limits::MAX_ROW_BYTES`]; reports a crossing of the recommended size.
     /// Steps in [`rowsize`].
-    fn check_row_size(&mut self, rp: &[u8], key: &[u8], entry: &Overlay) -> Result<()> {
-        let mut added = 0u64;
-        for (k, v) in entry {
-            if let Some(v) = v {
-                added += cell_bytes(k, v.len())?;
-            }
-        }
+    /// `added`: the qualifier and value bytes the row's mutations store (an overwrite
+    /// within the request counts twice, which only loosens the bound).
+    fn check_row_size(&mut self, rp: &[u8], key: &[u8], entry: &Overlay, added: u64) -> Result<()> {
         if added == 0 {
             return Ok(());
         }
@@ -233,7 +230,9 @@ impl<'a> Applier<'a> {
         Ok(())
     }
 
-    fn apply_one(&self, rp: &[u8], row: &[u8], m: &Mutation, entry: &mut Overlay) -> Result<()> {
+    /// Applies one mutation into the entry; returns the qualifier and value bytes it
+    /// stores (0 for deletes), for the row size check.
+    fn apply_one(&self, rp: &[u8], row: &[u8], m: &Mutation, entry: &mut Overlay) -> Result<u64> {
         let fid = |name: &str| {
             self.meta
                 .family(name)
@@ -249,6 +248,7 @@ impl<'a> Applier<'a> {
             } => {
                 let k = keys::cell_key(rp, fid(family)?, qualifier, self.ts(*timestamp_us));
                 entry.insert(k, Some(value.clone()));
+                return Ok((qualifier.len() + value.len()) as u64);
             }
             Mutation::DeleteFromColumn {
                 family,
@@ -265,7 +265,7 @@ impl<'a> Applier<'a> {
                 let mut hi = keys::cell_key(rp, f, qualifier, *start_us);
                 hi.push(0);
                 if end_us.is_some_and(|e| e <= *start_us) {
-                    return Ok(());
+                    return Ok(0);
                 }
                 self.delete_range(entry, &lo, &hi, |_| false)?;
             }
@@ -318,10 +318,12 @@ impl<'a> Applier<'a> {
                 }
                 let merge = matches!(m, Mutation::MergeToCell { .. });
                 let v = aggregate::fold(kind, family, merge, existing.as_deref(), input)?;
+                let bytes = (qualifier.len() + v.len()) as u64;
                 entry.insert(k, Some(v));
+                return Ok(bytes);
             }
         }
-        Ok(())
+        Ok(0)
     }
 
     /// Writes the batch overlay as one fjall batch.
