@@ -404,12 +404,26 @@ pub fn latest<S: WideColumnStore>(
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     let filter = filter(meta, sel);
+    let windowed = meta.layout.seal && (sel.start_ns > 0 || sel.end_ns < i64::MAX);
     let ranges = key_ranges(meta, sel).normalized();
     for range in ranges {
         let mut cursor = range.start.clone();
         while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
             stats.rows += 1;
             let series = series_of(meta, &row.key)?;
+            if windowed {
+                // A block passes the filter whatever its times, so the newest row may
+                // hold no point of the window: walk newest first to the first that does.
+                if let Some(p) = newest_in_window(store, meta, sel, &series, &mut stats)? {
+                    stats.points += 1;
+                    out.push(p);
+                }
+                match prefix_successor(&series) {
+                    Some(next) => cursor = Bound::Included(next),
+                    None => break,
+                }
+                continue;
+            }
             let newest = if meta.layout.reverse_time {
                 Some(row)
             } else {
@@ -448,4 +462,51 @@ pub fn latest<S: WideColumnStore>(
         }
     }
     Ok((out, stats))
+}
+
+/// The newest selected point of one series within the selection's time window, read
+/// newest row first until a row holds one.
+fn newest_in_window<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    series: &[u8],
+    stats: &mut ScanStats,
+) -> Result<Option<Point>> {
+    let req = ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![time_range(meta, series, sel)],
+        },
+        filter: filter(meta, sel),
+        limit: None,
+        reversed: !meta.layout.reverse_time,
+    };
+    let now_us = store.now_us();
+    let mut best = None;
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        stats.rows += 1;
+        stats.cells += row.cells.len() as u64;
+        match decode_row(meta, &row, now_us) {
+            Ok(points) => {
+                best = points
+                    .into_iter()
+                    .filter_map(|p| keep(sel, p))
+                    .max_by_key(|p| p.time_ns);
+                if best.is_some() {
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(best),
+    }
 }

@@ -95,6 +95,32 @@ fn as_model(points: &[Point]) -> BTreeMap<Key, Stored> {
         .collect()
 }
 
+/// Series → newest time (ms) of the points given.
+fn newest(points: &[Point]) -> BTreeMap<(String, String), i64> {
+    points
+        .iter()
+        .map(|p| {
+            (
+                (p.measure_name.clone(), p.dimensions[0].1.clone()),
+                p.time_ns / 1_000_000,
+            )
+        })
+        .collect()
+}
+
+/// Series → newest time (ms) in the model within `window`.
+fn newest_in(
+    model: &BTreeMap<Key, Stored>,
+    window: std::ops::Range<i64>,
+) -> BTreeMap<(String, String), i64> {
+    let mut out: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for (m, h, time) in model.keys().filter(|(_, _, t)| window.contains(t)) {
+        let e = out.entry((m.clone(), h.clone())).or_insert(*time);
+        *e = (*e).max(*time);
+    }
+    out
+}
+
 fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx: &str) -> Result {
     let got = all(&f.ts, t, &Selection::default())?;
     let seen = as_model(&got);
@@ -139,23 +165,28 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
             "{ctx}: window {start}..{end} pinned={pinned}"
         );
     }
-    // The newest point of every series.
+    // The newest point of every series, and the newest before a time inside a window.
     let (latest, _) = f.ts.latest("db1", t, &Selection::default())?;
-    let mut want: BTreeMap<(String, String), i64> = BTreeMap::new();
-    for (m, h, time) in model.keys() {
-        let e = want.entry((m.clone(), h.clone())).or_insert(*time);
-        *e = (*e).max(*time);
-    }
-    let got: BTreeMap<(String, String), i64> = latest
-        .iter()
-        .map(|p| {
-            (
-                (p.measure_name.clone(), p.dimensions[0].1.clone()),
-                p.time_ns / 1_000_000,
-            )
-        })
-        .collect();
-    assert_eq!(got, want, "{ctx}: latest");
+    assert_eq!(
+        newest(&latest),
+        newest_in(model, i64::MIN..i64::MAX),
+        "{ctx}: latest"
+    );
+    let (start, end) = (
+        now_ms - 22 * HOUR_MS,
+        now_ms - rng.below((20 * HOUR_MS) as u64) as i64,
+    );
+    let sel = Selection {
+        start_ns: start * 1_000_000,
+        end_ns: end * 1_000_000,
+        ..Selection::default()
+    };
+    let (latest, _) = f.ts.latest("db1", t, &sel)?;
+    assert_eq!(
+        newest(&latest),
+        newest_in(model, start..end),
+        "{ctx}: latest before {end}"
+    );
     Ok(())
 }
 
