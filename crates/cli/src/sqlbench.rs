@@ -1,6 +1,7 @@
 //! `almanac bench sql`: the TSBS devops queries ([`almanac_sql::devops`]) on a TSBS-like
 //! cpu data set (hosts × 10 measures every 10 s), loaded straight into an embedded
-//! engine through the time-series layer, compacted, then each query run several times.
+//! engine through the time-series layer, sealed (unless `--no-seal`) and compacted, then
+//! each query run several times.
 //! Prints each query's median latency, the rows it returned, and the records and cells
 //! storage read for them (pushdown at work), then the full-scan rate.
 
@@ -46,6 +47,10 @@ pub struct SqlBenchArgs {
     /// temporary directory.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Leave every record in its row (by default the closed hours are sealed into
+    /// blocks after the load, as `serve` does in the background).
+    #[arg(long)]
+    no_seal: bool,
 }
 
 fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> anyhow::Result<()> {
@@ -190,9 +195,23 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
             .value(0)
     } else {
         load(&ts, &args, &spec)?;
+        if !args.no_seal {
+            let t0 = Instant::now();
+            let s = ts.seal(DATABASE, TABLE)?;
+            eprintln!(
+                "sealed {} hours of series ({} points) in {:.1} s",
+                s.buckets,
+                s.points,
+                t0.elapsed().as_secs_f64()
+            );
+        }
         let t0 = Instant::now();
         engine.compact()?;
-        eprintln!("compacted in {:.1} s", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "compacted in {:.1} s: {} bytes in tables",
+            t0.elapsed().as_secs_f64(),
+            engine.disk_space()?.saturating_sub(engine.journal_space()?)
+        );
         start_ns
     };
     let hosts: Vec<String> = (0..8.min(args.hosts))
