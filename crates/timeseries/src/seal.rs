@@ -45,7 +45,7 @@ use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
-use crate::block::{BlockPoint, decode_block, encode_block};
+use crate::block::{BlockPoint, MAX_BLOCK_POINTS, decode_block, encode_block};
 use crate::catalog::{BLOCK_FAMILY, Catalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
@@ -59,6 +59,10 @@ use crate::store::WideColumnStore;
 /// drift that much) still land as rows; later ones rewrite the block.
 pub const SEAL_DELAY_NS: i64 = 10 * 60 * 1_000_000_000;
 const NS_PER_SEC: i64 = 1_000_000_000;
+/// A bucket whose block would be larger than this stays in rows: a late write rewrites
+/// its whole block, and the engine refuses values over 100 MiB. (An hour of ten doubles
+/// a second per series is about 250 KB.)
+pub const MAX_SEALED_BLOCK_BYTES: usize = 16 * 1024 * 1024;
 
 /// What a seal pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -355,6 +359,16 @@ fn seal_bucket<S: WideColumnStore>(
         return Err(e);
     }
     let points: Vec<Point> = points.into_values().collect();
+    if points.len() > MAX_BLOCK_POINTS {
+        return Ok(SealStats::default());
+    }
+    let block = block_mutations(&meta, &points)?;
+    if block.iter().any(
+        |m| matches!(m, Mutation::SetCell { value, .. } if value.len() > MAX_SEALED_BLOCK_BYTES),
+    ) {
+        // Left in rows: a block this large would make every late write rewrite it.
+        return Ok(SealStats::default());
+    }
     let block_key = block_row(layout, series, start_ns);
     let mut batch: Vec<RowMutations> = rows
         .iter()
@@ -366,11 +380,13 @@ fn seal_bucket<S: WideColumnStore>(
         .collect();
     let removed = batch.len() as u64;
     let mut mutations = vec![Mutation::DeleteFromRow];
-    mutations.extend(block_mutations(&meta, &points)?);
+    mutations.extend(block);
     batch.push(RowMutations {
         key: block_key,
         mutations,
     });
+    // Every entry but the block's is a DeleteFromRow, which cannot fail; the block's
+    // value is far under the engine's limits, so the batch lands whole.
     for r in store.mutate_rows(&meta.store_table, &batch)? {
         r?;
     }
