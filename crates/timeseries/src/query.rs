@@ -411,49 +411,16 @@ pub fn latest<S: WideColumnStore>(
         while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
             stats.rows += 1;
             let series = series_of(meta, &row.key)?;
-            if windowed {
+            let best = if windowed {
                 // A block passes the filter whatever its times, so the newest row may
                 // hold no point of the window: walk newest first to the first that does.
-                if let Some(p) = newest_in_window(store, meta, sel, &series, &mut stats)? {
-                    stats.points += 1;
-                    out.push(p);
-                }
-                match prefix_successor(&series) {
-                    Some(next) => cursor = Bound::Included(next),
-                    None => break,
-                }
-                continue;
-            }
-            let newest = if meta.layout.reverse_time {
-                Some(row)
+                newest_in_window(store, meta, sel, &series, &mut stats)?
             } else {
-                let mut newest = None;
-                let req = ReadRequest {
-                    rows: RowSet {
-                        keys: Vec::new(),
-                        ranges: vec![RowRange::prefix(&series)],
-                    },
-                    filter: filter.clone(),
-                    limit: Some(1),
-                    reversed: true,
-                };
-                store.read_rows(&meta.store_table, req, &mut |row| {
-                    newest = Some(row);
-                    ControlFlow::Break(())
-                })?;
-                stats.rows += 1;
-                newest
+                newest_point(store, meta, sel, row, &series, filter.clone(), &mut stats)?
             };
-            if let Some(row) = newest {
-                stats.cells += row.cells.len() as u64;
-                let best = decode_row(meta, &row, store.now_us())?
-                    .into_iter()
-                    .filter_map(|p| keep(sel, p))
-                    .max_by_key(|p| p.time_ns);
-                if let Some(p) = best {
-                    stats.points += 1;
-                    out.push(p);
-                }
+            if let Some(p) = best {
+                stats.points += 1;
+                out.push(p);
             }
             match prefix_successor(&series) {
                 Some(next) => cursor = Bound::Included(next),
@@ -462,6 +429,47 @@ pub fn latest<S: WideColumnStore>(
         }
     }
     Ok((out, stats))
+}
+
+/// The newest selected point of one series: in its newest row (`first`, the series'
+/// first row in key order, when time is reversed; else one more read).
+fn newest_point<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    first: Row,
+    series: &[u8],
+    filter: Option<RowFilter>,
+    stats: &mut ScanStats,
+) -> Result<Option<Point>> {
+    let newest = if meta.layout.reverse_time {
+        Some(first)
+    } else {
+        let mut newest = None;
+        let req = ReadRequest {
+            rows: RowSet {
+                keys: Vec::new(),
+                ranges: vec![RowRange::prefix(series)],
+            },
+            filter,
+            limit: Some(1),
+            reversed: true,
+        };
+        store.read_rows(&meta.store_table, req, &mut |row| {
+            newest = Some(row);
+            ControlFlow::Break(())
+        })?;
+        stats.rows += 1;
+        newest
+    };
+    let Some(row) = newest else {
+        return Ok(None);
+    };
+    stats.cells += row.cells.len() as u64;
+    Ok(decode_row(meta, &row, store.now_us())?
+        .into_iter()
+        .filter_map(|p| keep(sel, p))
+        .max_by_key(|p| p.time_ns))
 }
 
 /// The newest selected point of one series within the selection's time window, read

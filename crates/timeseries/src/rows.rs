@@ -259,7 +259,7 @@ pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point>
         })
         .collect();
     let mut out = match block {
-        Some(value) => decode_block_cell(meta, &parts, &dimensions, value, now_us)?,
+        Some(value) => decode_block_cell(meta, &parts, multi, &dimensions, value, now_us)?,
         None => Vec::with_capacity(slots.len()),
     };
     for (slot, part) in slots {

@@ -159,16 +159,17 @@ fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
         .ok_or_else(|| Error::Corrupt(format!("measure '{measure}' is not in the table's schema")))
 }
 
-/// The points of a block cell in the row with key `parts`, less those whose cell time
-/// the table's retention has collected at `now_us` (the store's clock), as GC would.
+/// The points of a block cell in the row with key `parts` (`multi`: its measure is a
+/// MULTI measure), less those whose cell time the table's retention has collected at
+/// `now_us` (the store's clock), as GC would.
 pub fn decode_block_cell(
     meta: &TableMeta,
     parts: &KeyParts,
+    multi: bool,
     dimensions: &[(String, String)],
     value: &[u8],
     now_us: i64,
 ) -> Result<Vec<Point>> {
-    let multi = is_multi(meta, &parts.measure)?;
     let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
     Ok(decode_block(value, multi)?
         .into_iter()

@@ -15,7 +15,7 @@
 //!    its records. A point of a sealed bucket ([`crate::seal`]) rewrites that
 //!    bucket's block instead of writing a row. Raise the high-water marks; unlock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
 use almanac_engine::filter::RowFilter;
@@ -231,7 +231,7 @@ pub fn write_records<S: WideColumnStore>(
     }
     // 6. Write the changed rows; a point of a sealed bucket rewrites its block.
     let mut rows: BTreeMap<Vec<u8>, RowWrite> = BTreeMap::new();
-    let mut dirty: Vec<Vec<u8>> = Vec::new();
+    let mut dirty: BTreeSet<Vec<u8>> = BTreeSet::new();
     for (pl, slot) in &slots {
         let Some(cur) = &slot.current else { continue };
         let series = &pl.row[..pl.series_len];
@@ -270,9 +270,7 @@ pub fn write_records<S: WideColumnStore>(
         write_point(&meta.layout, cur, &mut entry.mutations);
     }
     for key in dirty {
-        if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key))
-            && entry.mutations.is_empty()
-        {
+        if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key)) {
             entry.mutations = block_mutations(&meta, points)?;
         }
     }
