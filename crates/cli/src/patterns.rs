@@ -15,6 +15,7 @@
 //! 5. seal every closed hour into blocks (points/s of the seal pass), compact, and
 //!    report bytes and the same reads again (the `sealed` line).
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,7 +107,7 @@ fn readings(balloon: u32, minute: u64, rng: &mut Rng) -> [String; 4] {
     ]
 }
 
-fn dims(balloon: u32) -> Vec<Dimension> {
+fn dims(balloon: u32) -> Vec<Dimension<'static>> {
     vec![
         Dimension {
             name: "location".into(),
@@ -114,15 +115,21 @@ fn dims(balloon: u32) -> Vec<Dimension> {
         },
         Dimension {
             name: "balloon".into(),
-            value: format!("{balloon:04}"),
+            value: format!("{balloon:04}").into(),
         },
     ]
 }
 
 /// The records of one minute of one balloon.
-fn records_of(balloon: u32, minute: u64, time_ms: i64, multi: bool, rng: &mut Rng) -> Vec<Record> {
+fn records_of(
+    balloon: u32,
+    minute: u64,
+    time_ms: i64,
+    multi: bool,
+    rng: &mut Rng,
+) -> Vec<Record<'static>> {
     let values = readings(balloon, minute, rng);
-    let time = Some(time_ms.to_string());
+    let time = Some(Cow::Owned(time_ms.to_string()));
     if multi {
         return vec![Record {
             dimensions: dims(balloon),
@@ -133,7 +140,7 @@ fn records_of(balloon: u32, minute: u64, time_ms: i64, multi: bool, rng: &mut Rn
                 .zip(&values)
                 .map(|((n, k), v)| MeasureValue {
                     name: (*n).into(),
-                    value: v.clone(),
+                    value: v.clone().into(),
                     kind: (*k).into(),
                 })
                 .collect(),
@@ -147,7 +154,7 @@ fn records_of(balloon: u32, minute: u64, time_ms: i64, multi: bool, rng: &mut Rn
         .map(|((n, k), v)| Record {
             dimensions: dims(balloon),
             measure_name: Some((*n).into()),
-            measure_value: Some(v),
+            measure_value: Some(v.into()),
             measure_value_type: Some((*k).into()),
             time: time.clone(),
             ..Record::default()
@@ -277,7 +284,10 @@ fn measure_state(
         let d = dims(b);
         let sel = Selection {
             measure_name: None,
-            dimensions: d.into_iter().map(|d| (d.name, d.value)).collect(),
+            dimensions: d
+                .into_iter()
+                .map(|d| (d.name.into_owned(), d.value.into_owned()))
+                .collect(),
             start_ns: end_ns - hour_ns,
             end_ns,
             attributes: None,

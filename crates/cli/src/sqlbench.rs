@@ -79,7 +79,7 @@ fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> any
                 .zip(host.tags())
                 .map(|(k, v)| Dimension {
                     name: (*k).into(),
-                    value: v.into(),
+                    value: v.to_string().into(),
                 })
                 .collect(),
             measure_name: Some(MEASUREMENT.into()),
@@ -89,11 +89,11 @@ fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> any
                 .zip(host.values)
                 .map(|(n, v)| MeasureValue {
                     name: (*n).into(),
-                    value: v.to_string(),
+                    value: v.to_string().into(),
                     kind: "DOUBLE".into(),
                 })
                 .collect(),
-            time: Some((time_ns / 1_000_000).to_string()),
+            time: Some((time_ns / 1_000_000).to_string().into()),
             ..Record::default()
         });
         if batch.len() == BATCH {

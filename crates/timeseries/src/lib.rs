@@ -178,9 +178,30 @@ impl<S: WideColumnStore> TimeSeries<S> {
         common: Option<&Record>,
         records: &[Record],
     ) -> Result<WriteOutcome> {
+        let out = self.write_records_unsynced(db, table, common, records)?;
+        self.sync()?;
+        Ok(out)
+    }
+
+    /// [`TimeSeries::write_records_outcome`] that returns once the records are
+    /// visible, before they are durable: the caller must call [`TimeSeries::sync`]
+    /// before it reports the outcome. A server uses this to bound the requests that
+    /// use CPU at once without counting the ones that only wait for their fsync.
+    pub fn write_records_unsynced(
+        &self,
+        db: &str,
+        table: &str,
+        common: Option<&Record>,
+        records: &[Record],
+    ) -> Result<WriteOutcome> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
         write::write_records(&self.catalog, &handle, common, records, now_ns)
+    }
+
+    /// Waits until every write returned so far is durable (the store's group commit).
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.catalog.store().sync()?)
     }
 
     /// Seals the closed buckets of one table ([`seal`]).

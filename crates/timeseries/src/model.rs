@@ -1,6 +1,8 @@
 //! Timestream's data model as plain Rust values: records as they arrive (strings, as on
 //! the wire), typed values after parsing, and the descriptions of databases and tables.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// A measure's type (`MeasureValueType`).
@@ -132,44 +134,45 @@ impl Value {
     }
 }
 
-/// One dimension as it arrives.
+/// One dimension as it arrives. Text borrows from the request body where it can
+/// (`Cow::Borrowed`), so parsing a request allocates little.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Dimension {
+pub struct Dimension<'a> {
     /// Dimension name.
-    pub name: String,
+    pub name: Cow<'a, str>,
     /// Dimension value (always VARCHAR).
-    pub value: String,
+    pub value: Cow<'a, str>,
 }
 
 /// One named value of a multi-measure record, as it arrives.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MeasureValue {
+pub struct MeasureValue<'a> {
     /// Attribute name.
-    pub name: String,
+    pub name: Cow<'a, str>,
     /// The value as a string.
-    pub value: String,
+    pub value: Cow<'a, str>,
     /// Its type name (`DOUBLE`, …); required.
-    pub kind: String,
+    pub kind: Cow<'a, str>,
 }
 
 /// A record as it arrives in WriteRecords (every field optional, as on the wire, so that
 /// `CommonAttributes` can fill the gaps).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Record {
+pub struct Record<'a> {
     /// Dimensions.
-    pub dimensions: Vec<Dimension>,
+    pub dimensions: Vec<Dimension<'a>>,
     /// Measure name.
-    pub measure_name: Option<String>,
+    pub measure_name: Option<Cow<'a, str>>,
     /// Single value (for non-MULTI records).
-    pub measure_value: Option<String>,
+    pub measure_value: Option<Cow<'a, str>>,
     /// Type name of the value (`DOUBLE`, …, `MULTI`).
-    pub measure_value_type: Option<String>,
+    pub measure_value_type: Option<Cow<'a, str>>,
     /// Values of a MULTI record.
-    pub measure_values: Vec<MeasureValue>,
+    pub measure_values: Vec<MeasureValue<'a>>,
     /// Time as an integer string in `time_unit`.
-    pub time: Option<String>,
+    pub time: Option<Cow<'a, str>>,
     /// Unit name of `time` (`MILLISECONDS` default).
-    pub time_unit: Option<String>,
+    pub time_unit: Option<Cow<'a, str>>,
     /// Version (default 1).
     pub version: Option<i64>,
 }

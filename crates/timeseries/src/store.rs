@@ -31,6 +31,22 @@ pub trait WideColumnStore: Send + Sync + 'static {
     /// engine also applies a whole batch as one journal record, which makes a seal
     /// atomic; see [`crate::seal`] for what another store would show after a crash.)
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>>;
+    /// [`WideColumnStore::mutate_rows`] that returns once the rows are visible to reads,
+    /// before they are durable: the caller must call [`WideColumnStore::sync`] before it
+    /// acknowledges them. This lets a writer release its locks before the fsync, so
+    /// writers that wait for one sync do not wait for each other. A store whose writes
+    /// are durable on return (a remote Bigtable) keeps the default.
+    fn mutate_rows_unsynced(
+        &self,
+        table: &str,
+        rows: &[RowMutations],
+    ) -> StoreResult<Vec<StoreResult<()>>> {
+        self.mutate_rows(table, rows)
+    }
+    /// Makes every write this store has returned durable.
+    fn sync(&self) -> StoreResult<()> {
+        Ok(())
+    }
     /// ReadRows: rows in key order (or reversed), each passed to `visit` until it
     /// returns `Break`.
     fn read_rows(
@@ -118,6 +134,23 @@ impl WideColumnStore for EmbeddedStore {
 
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {
         self.engine.mutate_rows(&self.instance, table, rows)
+    }
+
+    fn mutate_rows_unsynced(
+        &self,
+        table: &str,
+        rows: &[RowMutations],
+    ) -> StoreResult<Vec<StoreResult<()>>> {
+        // The engine's warnings are logged now; the caller's `sync` still precedes
+        // any acknowledgement.
+        Ok(self
+            .engine
+            .mutate_rows_unsynced(&self.instance, table, rows)?
+            .synced_by_caller(&self.engine))
+    }
+
+    fn sync(&self) -> StoreResult<()> {
+        self.engine.sync()
     }
 
     fn read_rows(

@@ -2,6 +2,8 @@
 //! the reason a rejected record gets. Schema (types) and retention are checked by the
 //! write path, which knows the table.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::limits::{
     MAX_DIMENSION_NAME_BYTES, MAX_DIMENSION_PAIR_BYTES, MAX_MEASURE_NAME_BYTES,
@@ -26,9 +28,11 @@ pub struct Parsed {
 }
 
 /// The record with `CommonAttributes` filled in: the record's own fields win, and the
-/// common dimensions come first.
-pub fn merge(common: Option<&Record>, rec: &Record) -> Record {
-    let Some(c) = common else { return rec.clone() };
+/// common dimensions come first. Without common attributes the record is borrowed as is.
+pub fn merge<'r, 'a>(common: Option<&'r Record<'a>>, rec: &'r Record<'a>) -> Cow<'r, Record<'a>> {
+    let Some(c) = common else {
+        return Cow::Borrowed(rec);
+    };
     let mut out = rec.clone();
     if !c.dimensions.is_empty() {
         out.dimensions = c
@@ -53,7 +57,7 @@ pub fn merge(common: Option<&Record>, rec: &Record) -> Record {
     out.time = rec.time.clone().or_else(|| c.time.clone());
     out.time_unit = rec.time_unit.clone().or_else(|| c.time_unit.clone());
     out.version = rec.version.or(c.version);
-    out
+    Cow::Owned(out)
 }
 
 /// Checks a database or table name (3–256 characters of `[a-zA-Z0-9_.-]`).
@@ -159,12 +163,13 @@ pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
         if dimensions.iter().any(|(n, _)| *n == d.name) {
             return Err(format!("Dimension '{}' appears more than once.", d.name));
         }
-        dimensions.push((d.name.clone(), d.value.clone()));
+        dimensions.push((d.name.to_string(), d.value.to_string()));
     }
     let measure_name = rec
         .measure_name
-        .clone()
-        .ok_or("The record has no MeasureName.")?;
+        .as_deref()
+        .ok_or("The record has no MeasureName.")?
+        .to_string();
     reserved("Measure name", &measure_name)?;
     if measure_name.len() > MAX_MEASURE_NAME_BYTES {
         return Err(format!(
@@ -220,7 +225,7 @@ pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
                 .ok_or_else(|| {
                     format!("Measure '{}' has the unknown type '{}'.", mv.name, mv.kind)
                 })?;
-            values.push((mv.name.clone(), parse_value(k, &mv.value, unit)?));
+            values.push((mv.name.to_string(), parse_value(k, &mv.value, unit)?));
         }
         Measures::Multi(values)
     } else {
@@ -252,7 +257,7 @@ mod tests {
     use super::*;
     use crate::model::{Dimension, MeasureValue};
 
-    fn rec() -> Record {
+    fn rec() -> Record<'static> {
         Record {
             dimensions: vec![Dimension {
                 name: "host".into(),
@@ -277,9 +282,12 @@ mod tests {
 
     #[test]
     fn bad_records_say_why() {
-        type Edit = Box<dyn Fn(&mut Record)>;
+        type Edit = Box<dyn Fn(&mut Record<'static>)>;
         let cases: Vec<(Edit, &str)> = vec![
-            (Box::new(|r| r.dimensions[0].value.clear()), "empty value"),
+            (
+                Box::new(|r| r.dimensions[0].value = "".into()),
+                "empty value",
+            ),
             (
                 Box::new(|r| r.dimensions[0].name = "ts_x".into()),
                 "reserved prefix",
@@ -297,7 +305,7 @@ mod tests {
                 "contains ':'",
             ),
             (
-                Box::new(|r| r.dimensions[0].value = "v".repeat(2048)),
+                Box::new(|r| r.dimensions[0].value = "v".repeat(2048).into()),
                 "limit is 2048",
             ),
             (

@@ -13,7 +13,11 @@
 //!    reject with the stored version.
 //! 6. One MutateRows of every changed row (each row atomic); a row that fails rejects
 //!    its records. A point of a sealed bucket ([`crate::seal`]) rewrites that
-//!    bucket's block instead of writing a row. Raise the high-water marks; unlock.
+//!    bucket's block instead of writing a row. Raise the high-water marks.
+//! 7. Unlock. The caller waits for the store's sync (group commit) before it answers,
+//!    so writers waiting on one fsync do not hold each other's series; the sync is
+//!    unconditional, since a record found already stored (an idempotent retry) may be
+//!    another request's write that is not durable yet.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
@@ -123,7 +127,8 @@ struct RowWrite {
     newest_ns: i64,
 }
 
-/// Writes a request's records into a table.
+/// Writes a request's records into a table; they are visible when this returns, and
+/// durable once the store's `sync` returns.
 pub fn write_records<S: WideColumnStore>(
     catalog: &Catalog<S>,
     handle: &TableHandle,
@@ -171,7 +176,7 @@ pub fn write_records<S: WideColumnStore>(
         })
         .collect();
     let series = &handle.series;
-    let _guards = series.lock(
+    let guards = series.lock(
         points
             .iter()
             .map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len]))
@@ -285,7 +290,9 @@ pub fn write_records<S: WideColumnStore>(
     let results = if batch.is_empty() {
         Vec::new()
     } else {
-        catalog.store().mutate_rows(&meta.store_table, &batch)?
+        catalog
+            .store()
+            .mutate_rows_unsynced(&meta.store_table, &batch)?
     };
     let mut failed: HashMap<&[u8], String> = HashMap::new();
     for (entry, r) in batch.iter().zip(results) {
@@ -311,6 +318,8 @@ pub fn write_records<S: WideColumnStore>(
             }
         }
     }
+    // 7. Unlock; the caller syncs before it answers.
+    drop(guards);
     rejected.sort_by_key(|r| r.index);
     Ok(WriteOutcome { ingested, rejected })
 }

@@ -30,7 +30,7 @@ fn printable(bytes: &[u8]) -> String {
     s
 }
 
-fn records() -> Vec<Record> {
+fn records() -> Vec<Record<'static>> {
     let mut out = Vec::new();
     for minute in 0..2 {
         let time = (T0_MS + minute * 60_000).to_string();
@@ -47,9 +47,9 @@ fn records() -> Vec<Record> {
         out.push(Record {
             dimensions: dims.clone(),
             measure_name: Some("pressure".into()),
-            measure_value: Some((94_558 - minute * 436).to_string()),
+            measure_value: Some((94_558 - minute * 436).to_string().into()),
             measure_value_type: Some("BIGINT".into()),
-            time: Some(time.clone()),
+            time: Some(time.clone().into()),
             version: Some(1 + minute),
             ..Record::default()
         });
@@ -69,7 +69,7 @@ fn records() -> Vec<Record> {
                     kind: "BIGINT".into(),
                 },
             ],
-            time: Some(time),
+            time: Some(time.into()),
             ..Record::default()
         });
     }

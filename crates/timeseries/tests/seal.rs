@@ -40,7 +40,7 @@ impl Rng {
     }
 }
 
-fn record(key: &Key, version: i64, value: &str) -> Record {
+fn record(key: &Key, version: i64, value: &str) -> Record<'static> {
     let d = [("host", key.1.as_str())];
     let mut r = if key.0 == "cpu" {
         single(&d, "cpu", "DOUBLE", value, key.2)

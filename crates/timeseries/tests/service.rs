@@ -197,7 +197,7 @@ fn bucketed_patterns_keep_one_point_per_series_per_millisecond() -> Result {
         let mut a = single(&[("h", "1")], "cpu", "DOUBLE", "1", ns + 1);
         a.time_unit = Some("NANOSECONDS".into());
         let mut b = a.clone();
-        b.time = Some((ns + 2).to_string());
+        b.time = Some((ns + 2).to_string().into());
         assert_eq!(
             rejected(f.ts.write_records("db1", &t, None, &[a, b])).len(),
             1

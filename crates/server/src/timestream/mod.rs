@@ -41,6 +41,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
 use tokio::net::TcpListener;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Largest request body: 100 records of 2 KB dimensions and values fit many times over.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -72,6 +73,11 @@ pub struct App {
     pub results: Mutex<results::ResultCache>,
     /// Permits of running queries ([`query_ops::MAX_CONCURRENT_QUERIES`]).
     pub query_slots: tokio::sync::Semaphore,
+    /// Permits of write operations using CPU: one per core. A WriteRecords request
+    /// holds one while it parses and applies its records and gives it back before it
+    /// waits for its fsync, so more requests in flight than cores overlap their
+    /// fsyncs without taking turns on the cores.
+    pub write_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl App {
@@ -302,8 +308,14 @@ fn region_of(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Runs a `timestream-write` operation (or DescribeEndpoints, which both services
-/// have), on the blocking pool.
-fn dispatch_write(app: &App, cx: &RequestContext, op: &str, body: &[u8]) -> Result<Json, OpError> {
+/// have), on the blocking pool, holding a write slot ([`App::write_slots`]).
+fn dispatch_write(
+    app: &App,
+    cx: &RequestContext,
+    op: &str,
+    body: &[u8],
+    slot: OwnedSemaphorePermit,
+) -> Result<Json, OpError> {
     let req: wire::Request = if body.is_empty() {
         wire::Request::default()
     } else {
@@ -323,7 +335,7 @@ fn dispatch_write(app: &App, cx: &RequestContext, op: &str, body: &[u8]) -> Resu
         "ListTables" => w::list_tables(app, cx, &req),
         "UpdateTable" => w::update_table(app, cx, &req),
         "DeleteTable" => w::delete_table(app, &req),
-        "WriteRecords" => w::write_records(app, req),
+        "WriteRecords" => w::write_records(app, req, slot),
         _ => return Err(OpError::NotImplemented(op.to_string())),
     };
     Ok(out?)
@@ -373,7 +385,10 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
         ));
     }
     let op = op.to_string();
-    match tokio::task::spawn_blocking(move || dispatch_write(&app, &cx, &op, &body)).await {
+    let Ok(slot) = Arc::clone(&app.write_slots).acquire_owned().await else {
+        return api_error(OpError::Internal("the write slots are closed".into())).into_response();
+    };
+    match tokio::task::spawn_blocking(move || dispatch_write(&app, &cx, &op, &body, slot)).await {
         Ok(Ok(json)) => json_response(StatusCode::OK, json.to_string()),
         Ok(Err(e)) => api_error(e).into_response(),
         Err(join) => {
@@ -399,6 +414,9 @@ pub async fn serve(
             results::random_seed(),
         )),
         query_slots: tokio::sync::Semaphore::new(query_ops::MAX_CONCURRENT_QUERIES),
+        write_slots: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(1, usize::from),
+        )),
     });
     let router = Router::new()
         .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))

@@ -5,6 +5,7 @@ use almanac_timeseries::layout::Layout;
 use almanac_timeseries::limits::MAX_LIST_RESULTS;
 use almanac_timeseries::{Error, NewTable, Record, Result};
 use serde_json::{Value as Json, json};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::wire::{self, Request};
 use super::{App, RequestContext};
@@ -31,7 +32,7 @@ fn required<'a>(v: &'a Option<String>, member: &str) -> Result<&'a str> {
 }
 
 /// MaxResults of a List call: 1..=20, default 20.
-fn page_size(req: &Request) -> Result<usize> {
+fn page_size(req: &Request<'_>) -> Result<usize> {
     match req.max_results {
         None => Ok(MAX_LIST_RESULTS),
         Some(n) if (1..=MAX_LIST_RESULTS as i64).contains(&n) => Ok(n as usize),
@@ -47,14 +48,14 @@ pub fn describe_endpoints(app: &App) -> Json {
 }
 
 /// `CreateDatabase`.
-pub fn create_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn create_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let d = app.ts.create_database(name, req.kms_key_id.clone())?;
     Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
 /// `DescribeDatabase`.
-pub fn describe_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn describe_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let d = app
         .ts
         .describe_database(required(&req.database_name, "DatabaseName")?)?;
@@ -62,7 +63,7 @@ pub fn describe_database(app: &App, cx: &RequestContext, req: &Request) -> Resul
 }
 
 /// `ListDatabases`: NextToken is the last name of the previous page.
-pub fn list_databases(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn list_databases(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let max = page_size(req)?;
     let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1);
     let more = page.len() > max;
@@ -77,7 +78,7 @@ pub fn list_databases(app: &App, cx: &RequestContext, req: &Request) -> Result<J
 }
 
 /// `UpdateDatabase`.
-pub fn update_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn update_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let key = required(&req.kms_key_id, "KmsKeyId")?;
     let d = app.ts.update_database(name, key.to_string())?;
@@ -85,7 +86,7 @@ pub fn update_database(app: &App, cx: &RequestContext, req: &Request) -> Result<
 }
 
 /// `DeleteDatabase`.
-pub fn delete_database(app: &App, req: &Request) -> Result<Json> {
+pub fn delete_database(app: &App, req: &Request<'_>) -> Result<Json> {
     app.ts
         .delete_database(required(&req.database_name, "DatabaseName")?)?;
     Ok(json!({}))
@@ -93,7 +94,7 @@ pub fn delete_database(app: &App, req: &Request) -> Result<Json> {
 
 /// `CreateTable`: tags `almanac:layout`, `almanac:bucket`, `almanac:reverse-time`
 /// choose the storage pattern.
-pub fn create_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let layout = Layout::from_tags(req.tags.iter().map(|t| (t.key.as_str(), t.value.as_str())))?;
@@ -112,7 +113,7 @@ pub fn create_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Jso
 }
 
 /// `DescribeTable`.
-pub fn describe_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn describe_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let t = app
         .ts
@@ -122,7 +123,7 @@ pub fn describe_table(app: &App, cx: &RequestContext, req: &Request) -> Result<J
 
 /// `ListTables` of one database, or of all when DatabaseName is absent. NextToken is
 /// `database/table` of the previous page's last table.
-pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn list_tables(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let max = page_size(req)?;
     let after = match req.next_token.as_deref() {
         None => None,
@@ -149,7 +150,7 @@ pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json
 }
 
 /// `UpdateTable`.
-pub fn update_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn update_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let t = app.ts.update_table(
@@ -162,22 +163,28 @@ pub fn update_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Jso
 }
 
 /// `DeleteTable`.
-pub fn delete_table(app: &App, req: &Request) -> Result<Json> {
+pub fn delete_table(app: &App, req: &Request<'_>) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     app.ts
         .delete_table(db, required(&req.table_name, "TableName")?)?;
     Ok(json!({}))
 }
 
-/// `WriteRecords`.
-pub fn write_records(app: &App, req: Request) -> Result<Json> {
-    let db = required(&req.database_name, "DatabaseName")?.to_string();
-    let table = required(&req.table_name, "TableName")?.to_string();
+/// `WriteRecords`: gives its write slot back before it waits for the fsync.
+pub fn write_records(app: &App, req: Request<'_>, slot: OwnedSemaphorePermit) -> Result<Json> {
+    let db = required(&req.database_name, "DatabaseName")?;
+    let table = required(&req.table_name, "TableName")?;
     let common: Option<Record> = req.common_attributes.map(Into::into);
     let records: Vec<Record> = req.records.into_iter().map(Into::into).collect();
-    let got = app
+    let out = app
         .ts
-        .write_records(&db, &table, common.as_ref(), &records)?;
+        .write_records_unsynced(db, table, common.as_ref(), &records)?;
+    drop(slot);
+    app.ts.sync()?;
+    if !out.rejected.is_empty() {
+        return Err(Error::Rejected(out.rejected));
+    }
+    let got = out.ingested;
     Ok(json!({
         "RecordsIngested": {
             "Total": got.total,

@@ -44,12 +44,12 @@ pub fn open(
     Ok((engine, ts, dir))
 }
 
-pub fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension> {
+pub fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension<'static>> {
     pairs
         .iter()
         .map(|(n, v)| Dimension {
-            name: (*n).into(),
-            value: (*v).into(),
+            name: n.to_string().into(),
+            value: v.to_string().into(),
         })
         .collect()
 }
@@ -60,32 +60,38 @@ pub fn multi(
     measure: &str,
     values: &[(&str, String, &str)],
     time_ms: i64,
-) -> Record {
+) -> Record<'static> {
     Record {
         dimensions: dims(d),
-        measure_name: Some(measure.into()),
+        measure_name: Some(measure.to_string().into()),
         measure_value_type: Some("MULTI".into()),
         measure_values: values
             .iter()
             .map(|(n, v, k)| MeasureValue {
-                name: (*n).into(),
-                value: v.clone(),
-                kind: (*k).into(),
+                name: n.to_string().into(),
+                value: v.clone().into(),
+                kind: k.to_string().into(),
             })
             .collect(),
-        time: Some(time_ms.to_string()),
+        time: Some(time_ms.to_string().into()),
         ..Record::default()
     }
 }
 
 /// A single-measure record.
-pub fn single(d: &[(&str, &str)], measure: &str, kind: &str, value: &str, time_ms: i64) -> Record {
+pub fn single(
+    d: &[(&str, &str)],
+    measure: &str,
+    kind: &str,
+    value: &str,
+    time_ms: i64,
+) -> Record<'static> {
     Record {
         dimensions: dims(d),
-        measure_name: Some(measure.into()),
-        measure_value: Some(value.into()),
-        measure_value_type: Some(kind.into()),
-        time: Some(time_ms.to_string()),
+        measure_name: Some(measure.to_string().into()),
+        measure_value: Some(value.to_string().into()),
+        measure_value_type: Some(kind.to_string().into()),
+        time: Some(time_ms.to_string().into()),
         ..Record::default()
     }
 }
