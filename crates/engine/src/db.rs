@@ -144,7 +144,7 @@ impl Engine {
             clock: options.clock,
             rng: Rng::new(options.rng_seed),
             locks: RowLocks::default(),
-            commit: GroupCommit::new(options.durability),
+            commit: GroupCommit::new(options.durability, path.as_ref()),
             sweeper: crate::gc::SweeperControl::default(),
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),

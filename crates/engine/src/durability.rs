@@ -11,9 +11,17 @@
 //!   process crash (`kill -9`) loses nothing; a power loss may lose recent writes.
 //! - [`Durability::None`]: nothing is forced; for bulk loads that can be redone.
 //!
-//! A failed fsync poisons fjall (it refuses further writes), and the error reaches
-//! every waiting writer: no write is acknowledged that might not be on disk.
+//! The leader flushes fjall's journal buffer under fjall's journal lock, then
+//! `fdatasync`s the active journal file through its own handle *outside* that lock
+//! ([`ActiveJournal`]), so writers keep committing into the journal while the disk
+//! works. (fjall's own `persist(SyncData)` holds the lock through the fsync, which
+//! stalls every writer for the length of each sync.)
+//!
+//! A failed fsync is remembered: every later wait fails with it, so no write is
+//! acknowledged that might not be on disk.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
@@ -57,6 +65,69 @@ struct SyncState {
     failed: Option<String>,
 }
 
+/// The journal file a sync covers: fjall's journals are `<dir>/<id>.jnl` with ids
+/// counting up, the highest one active. fjall rotates by syncing the active file and
+/// only then creating `<id + 1>.jnl`, so once a flush has put the data in the OS,
+/// syncing the newest file there is makes it durable: either it is the file the
+/// flush wrote, or that file was synced when the newer one was made.
+#[derive(Debug)]
+struct ActiveJournal {
+    dir: PathBuf,
+    id: u64,
+    file: Option<File>,
+}
+
+impl ActiveJournal {
+    fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            id: 0,
+            file: None,
+        }
+    }
+
+    fn path(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("{id}.jnl"))
+    }
+
+    /// fdatasyncs the newest journal file, after a flush of fjall's buffer.
+    fn sync(&mut self) -> std::io::Result<()> {
+        if self.file.is_none() {
+            self.id = newest_journal(&self.dir)?;
+        }
+        let mut id = self.id;
+        while self.path(id + 1).exists() {
+            id += 1;
+        }
+        let file = match self.file.take() {
+            Some(f) if id == self.id => f,
+            _ => File::open(self.path(id))?,
+        };
+        self.id = id;
+        let file = self.file.insert(file);
+        file.sync_data()
+    }
+}
+
+/// The highest journal id in `dir`.
+fn newest_journal(dir: &Path) -> std::io::Result<u64> {
+    let mut newest = None;
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let id = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".jnl"))
+            .and_then(|n| n.parse::<u64>().ok());
+        newest = newest.max(id);
+    }
+    newest.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no journal file (<id>.jnl) in {}", dir.display()),
+        )
+    })
+}
+
 /// Group-commit coordinator for one database.
 #[derive(Debug)]
 pub struct GroupCommit {
@@ -64,17 +135,33 @@ pub struct GroupCommit {
     written: AtomicU64,
     state: Mutex<SyncState>,
     done: Condvar,
+    /// Used by the leader only (the `in_flight` flag), so never contended.
+    journal: Mutex<ActiveJournal>,
 }
 
 impl GroupCommit {
-    /// A coordinator applying `policy`.
-    pub fn new(policy: Durability) -> Self {
+    /// A coordinator applying `policy` to the database in `dir`.
+    pub fn new(policy: Durability, dir: &Path) -> Self {
         Self {
             policy,
             written: AtomicU64::new(0),
             state: Mutex::default(),
             done: Condvar::new(),
+            journal: Mutex::new(ActiveJournal::new(dir)),
         }
+    }
+
+    /// Flushes the journal buffer (under fjall's lock) and, under sync, fsyncs the
+    /// journal file outside it.
+    fn persist(&self, db: &Database) -> Result<()> {
+        db.persist(PersistMode::Buffer)?;
+        if self.policy == Durability::Sync {
+            self.journal
+                .lock()
+                .map_err(|_| Error::Storage("journal lock poisoned".into()))?
+                .sync()?;
+        }
+        Ok(())
     }
 
     /// The policy in force.
@@ -85,11 +172,9 @@ impl GroupCommit {
     /// Call after a batch was committed to the journal; returns once the policy says
     /// the batch is safe to acknowledge.
     pub fn wait_durable(&self, db: &Database) -> Result<()> {
-        let mode = match self.policy {
-            Durability::None => return Ok(()),
-            Durability::Buffer => PersistMode::Buffer,
-            Durability::Sync => PersistMode::SyncData,
-        };
+        if self.policy == Durability::None {
+            return Ok(());
+        }
         let mine = self.written.fetch_add(1, Ordering::SeqCst) + 1;
         let mut st = self
             .state
@@ -113,7 +198,7 @@ impl GroupCommit {
         st.in_flight = true;
         let target = self.written.load(Ordering::SeqCst);
         drop(st);
-        let outcome = db.persist(mode);
+        let outcome = self.persist(db);
         let mut st = self
             .state
             .lock()
@@ -128,5 +213,78 @@ impl GroupCommit {
             Some(e) => Err(Error::Storage(format!("fsync failed: {e}"))),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests stop at the first surprise")]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("almanac-durability-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_sync_follows_the_newest_journal() {
+        let dir = temp("follow");
+        let mut j = ActiveJournal::new(&dir);
+        let e = j.sync().unwrap_err();
+        assert!(e.to_string().contains("no journal file"), "{e}");
+        for id in [3, 4] {
+            std::fs::write(dir.join(format!("{id}.jnl")), b"x").unwrap();
+        }
+        std::fs::write(dir.join("10.other"), b"x").unwrap();
+        j.sync().unwrap();
+        assert_eq!(j.id, 4);
+        // Rotations since the last sync: the newest file is found without a listing.
+        std::fs::write(dir.join("5.jnl"), b"x").unwrap();
+        std::fs::write(dir.join("6.jnl"), b"x").unwrap();
+        std::fs::remove_file(dir.join("3.jnl")).unwrap();
+        j.sync().unwrap();
+        assert_eq!(j.id, 6);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The layout `ActiveJournal` relies on, checked against the fjall in use: journals
+    /// are `<id>.jnl` in the database directory and a rotation (at a flush, once the
+    /// journal passes 64 MB) makes `<id + 1>.jnl`.
+    #[test]
+    fn fjall_keeps_its_journals_where_the_sync_looks() {
+        let dir = temp("fjall");
+        let db = Database::builder(&dir)
+            .manual_journal_persist(true)
+            .open()
+            .unwrap();
+        let ks = db
+            .keyspace("k", fjall::KeyspaceCreateOptions::default)
+            .unwrap();
+        let first = newest_journal(&dir).unwrap();
+        // Incompressible values (the journal compresses).
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut mib = vec![0u8; 1 << 20];
+        for i in 0..70u32 {
+            for b in &mut mib {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            ks.insert(i.to_be_bytes(), &mib).unwrap();
+        }
+        db.persist(PersistMode::Buffer).unwrap();
+        ks.rotate_memtable_and_wait().unwrap();
+        ks.insert("b", "2").unwrap();
+        assert_eq!(newest_journal(&dir).unwrap(), first + 1);
+        let commit = GroupCommit::new(Durability::Sync, &dir);
+        commit.wait_durable(&db).unwrap();
+        assert_eq!(commit.journal.lock().unwrap().id, first + 1);
+        drop(ks);
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -26,6 +26,7 @@
 
 pub mod query_ops;
 pub mod query_wire;
+pub mod records_json;
 pub mod results;
 pub mod scalar;
 pub mod wire;
@@ -318,6 +319,9 @@ fn dispatch_write(
 ) -> Result<Json, OpError> {
     let req: wire::Request = if body.is_empty() {
         wire::Request::default()
+    } else if op == "WriteRecords" {
+        records_json::parse_write_records(body)
+            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
