@@ -11,6 +11,9 @@
 //! 3. Each point gets its row key ([`keys`]) and cells ([`rows`]) per the table's
 //!    [`layout::Pattern`]; versions are resolved against stored points under series
 //!    locks ([`series`]); changed rows go down in one MutateRows.
+//! 4. The locks are released, then the store's sync (group commit) makes the rows
+//!    durable before the answer ([`TimeSeries::write_records_unsynced`] leaves that
+//!    last step to a caller that wants to do other work first).
 //!
 //! A read ([`query`]) turns a selection (measure, dimensions, time) into key ranges
 //! and a filter, and decodes rows back into [`model::Point`]s.
