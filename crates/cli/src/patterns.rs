@@ -170,13 +170,13 @@ fn timed<T>(reps: u32, mut f: impl FnMut(u32) -> anyhow::Result<T>) -> anyhow::R
     Ok(t0.elapsed() / reps.max(1))
 }
 
-fn run_one(
-    args: &PatternArgs,
+/// An embedded engine in `dir` (fsync `buffer`, no background sweeper) and the
+/// time-series layer over it, with its tables in `instance`: what the in-process
+/// benchmarks load and query.
+pub(crate) fn open_embedded(
     dir: &std::path::Path,
-    pattern: Pattern,
-    multi: bool,
-) -> anyhow::Result<RunResult> {
-    let _ = std::fs::remove_dir_all(dir);
+    instance: &str,
+) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
     let engine = Arc::new(Engine::open(
         dir,
         Options {
@@ -185,11 +185,19 @@ fn run_one(
             ..Options::default()
         },
     )?);
-    let store = Arc::new(EmbeddedStore::new(
-        Arc::clone(&engine),
-        "projects/bench/instances/patterns",
-    ));
+    let store = Arc::new(EmbeddedStore::new(Arc::clone(&engine), instance));
     let ts = TimeSeries::open(store, Arc::new(SystemClock))?;
+    Ok((engine, ts))
+}
+
+fn run_one(
+    args: &PatternArgs,
+    dir: &std::path::Path,
+    pattern: Pattern,
+    multi: bool,
+) -> anyhow::Result<RunResult> {
+    let _ = std::fs::remove_dir_all(dir);
+    let (engine, ts) = open_embedded(dir, "projects/bench/instances/patterns")?;
     ts.create_database("weather", None)?;
     let layout = Layout::from_tags([
         ("almanac:layout", pattern.as_str()),

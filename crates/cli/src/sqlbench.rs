@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use almanac_engine::clock::{Clock, SystemClock};
-use almanac_engine::{Durability, Engine, Options};
 use almanac_sql::{Scope, SqlEngine, devops};
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Record, Retention, TimeSeries,
@@ -150,19 +149,8 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
             temp.clone()
         }
     };
-    let engine = Arc::new(Engine::open(
-        &dir,
-        Options {
-            durability: Durability::Buffer,
-            sweep_interval: None,
-            ..Options::default()
-        },
-    )?);
-    let store = Arc::new(EmbeddedStore::new(
-        engine.clone(),
-        almanac_timeseries::DEFAULT_INSTANCE,
-    ));
-    let ts = Arc::new(TimeSeries::open(store, Arc::new(SystemClock))?);
+    let (engine, ts) = crate::patterns::open_embedded(&dir, almanac_timeseries::DEFAULT_INSTANCE)?;
+    let ts = Arc::new(ts);
     let readings = args.hours * 3600 / args.interval_secs.max(1);
     let interval_ns = args.interval_secs.max(1) as i64 * 1_000_000_000;
     let now_ns = SystemClock.now_us() * 1000;

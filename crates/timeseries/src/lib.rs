@@ -165,12 +165,8 @@ impl<S: WideColumnStore> TimeSeries<S> {
         common: Option<&Record>,
         records: &[Record],
     ) -> Result<Ingested> {
-        let out = self.write_records_outcome(db, table, common, records)?;
-        if out.rejected.is_empty() {
-            Ok(out.ingested)
-        } else {
-            Err(Error::Rejected(out.rejected))
-        }
+        self.write_records_outcome(db, table, common, records)?
+            .into_result()
     }
 
     /// Like [`TimeSeries::write_records`], but returns both counts and rejections.

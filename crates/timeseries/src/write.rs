@@ -46,6 +46,18 @@ pub struct WriteOutcome {
     pub rejected: Vec<RejectedRecord>,
 }
 
+impl WriteOutcome {
+    /// The counts if every record was accepted, else `Error::Rejected` listing the
+    /// others (as WriteRecords answers).
+    pub fn into_result(self) -> Result<Ingested> {
+        if self.rejected.is_empty() {
+            Ok(self.ingested)
+        } else {
+            Err(Error::Rejected(self.rejected))
+        }
+    }
+}
+
 fn reject(
     out: &mut Vec<RejectedRecord>,
     index: usize,

@@ -181,10 +181,7 @@ pub fn write_records(app: &App, req: Request<'_>, slot: OwnedSemaphorePermit) ->
         .write_records_unsynced(db, table, common.as_ref(), &records)?;
     drop(slot);
     app.ts.sync()?;
-    if !out.rejected.is_empty() {
-        return Err(Error::Rejected(out.rejected));
-    }
-    let got = out.ingested;
+    let got = out.into_result()?;
     Ok(json!({
         "RecordsIngested": {
             "Total": got.total,
