@@ -376,6 +376,21 @@ impl Engine {
                         .ok_or_else(|| Error::no_family(fname))?;
                     f.spec.gc_rule = rule.clone();
                 }
+                FamilyChange::SetValueType(fname, value_type) => {
+                    let f = meta
+                        .families
+                        .iter()
+                        .find(|f| &*f.name == fname)
+                        .ok_or_else(|| Error::no_family(fname))?;
+                    if f.spec.value_type != *value_type {
+                        return Err(Error::Invalid(format!(
+                            "column family {fname} holds {}; a family's value type is set when \
+                             it is created and cannot change to {}",
+                            f.spec.value_type.describe(),
+                            value_type.describe()
+                        )));
+                    }
+                }
                 FamilyChange::Drop(fname) => {
                     let at = meta
                         .families

@@ -159,6 +159,21 @@ pub enum ValueType {
     Aggregate(Aggregate),
 }
 
+impl ValueType {
+    /// The type in words, for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ValueType::Bytes => "plain bytes",
+            ValueType::Aggregate(Aggregate::Sum) => "an int64 sum aggregate",
+            ValueType::Aggregate(Aggregate::Min) => "an int64 min aggregate",
+            ValueType::Aggregate(Aggregate::Max) => "an int64 max aggregate",
+            ValueType::Aggregate(Aggregate::HllCountDistinct) => {
+                "a HyperLogLog++ count-distinct aggregate"
+            }
+        }
+    }
+}
+
 /// Timestamp granularity of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Granularity {
@@ -194,6 +209,10 @@ pub enum FamilyChange {
     Create(String, FamilySpec),
     /// Replace a family's GC rule (its value type cannot change).
     Update(String, GcRule),
+    /// Name a family's value type, as an update whose mask holds `value_type`: the type
+    /// is set when the family is created and is immutable afterwards, so the same type
+    /// is accepted (nothing changes) and any other is refused.
+    SetValueType(String, ValueType),
     /// Drop a family and all its data.
     Drop(String),
 }

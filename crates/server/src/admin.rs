@@ -178,7 +178,34 @@ impl BigtableTableAdmin for TableAdminService {
                     FamilyChange::Create(m.id.clone(), convert::family_spec(cf)?)
                 }
                 Some(Mod::Update(cf)) => {
-                    FamilyChange::Update(m.id.clone(), convert::gc_rule(cf.gc_rule.as_ref())?)
+                    // No mask means the GC rule, as before masks existed.
+                    let paths = m.update_mask.as_ref().map_or(&[][..], |f| &f.paths[..]);
+                    if paths.is_empty() {
+                        changes.push(FamilyChange::Update(
+                            m.id.clone(),
+                            convert::gc_rule(cf.gc_rule.as_ref())?,
+                        ));
+                    }
+                    for path in paths {
+                        changes.push(match path.as_str() {
+                            "gc_rule" => FamilyChange::Update(
+                                m.id.clone(),
+                                convert::gc_rule(cf.gc_rule.as_ref())?,
+                            ),
+                            "value_type" => FamilyChange::SetValueType(
+                                m.id.clone(),
+                                convert::value_type(cf.value_type.as_ref())?,
+                            ),
+                            other => {
+                                return Err(invalid(format!(
+                                    "update_mask of family {:?} names {other:?}; a family \
+                                     update sets gc_rule or value_type",
+                                    m.id
+                                )));
+                            }
+                        });
+                    }
+                    continue;
                 }
                 Some(Mod::Drop(true)) => FamilyChange::Drop(m.id.clone()),
                 Some(Mod::Drop(false)) | None => {

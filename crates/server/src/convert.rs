@@ -326,6 +326,20 @@ pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
     match t.and_then(|t| t.kind.as_ref()) {
         None | Some(Kind::BytesType(_)) => Ok(ValueType::Bytes),
         Some(Kind::AggregateType(a)) => {
+            // Almanac stores aggregate inputs as 8-byte big-endian int64s.
+            if let Some(Kind::Int64Type(admin::r#type::Int64 {
+                encoding:
+                    Some(admin::r#type::int64::Encoding {
+                        encoding:
+                            Some(admin::r#type::int64::encoding::Encoding::OrderedCodeBytes(_)),
+                    }),
+            })) = a.input_type.as_ref().and_then(|t| t.kind.as_ref())
+            {
+                return Err(invalid(
+                    "aggregate input_type int64 with ordered_code_bytes encoding is not supported; \
+                     Almanac's aggregates take big_endian_bytes int64 inputs",
+                ));
+            }
             let kind = match a.aggregator {
                 Some(Aggregator::Sum(_)) => Aggregate::Sum,
                 Some(Aggregator::Min(_)) => Aggregate::Min,
@@ -344,7 +358,7 @@ pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
 /// A family's value type for the admin API.
 pub fn value_type_proto(v: ValueType) -> Option<admin::Type> {
     use admin::r#type::aggregate::{Aggregator, HyperLogLogPlusPlusUniqueCount, Max, Min, Sum};
-    use admin::r#type::{Aggregate as Agg, Int64, Kind};
+    use admin::r#type::{Aggregate as Agg, Int64, Kind, int64};
     let ValueType::Aggregate(kind) = v else {
         return None;
     };
@@ -357,7 +371,13 @@ pub fn value_type_proto(v: ValueType) -> Option<admin::Type> {
         }
     };
     let int64 = admin::Type {
-        kind: Some(Kind::Int64Type(Int64::default())),
+        kind: Some(Kind::Int64Type(Int64 {
+            encoding: Some(int64::Encoding {
+                encoding: Some(int64::encoding::Encoding::BigEndianBytes(
+                    int64::encoding::BigEndianBytes::default(),
+                )),
+            }),
+        })),
     };
     // Almanac's aggregates all take int64 inputs (HLL also hashes raw bytes).
     let input = Some(Box::new(int64.clone()));

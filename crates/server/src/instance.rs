@@ -13,6 +13,8 @@ use crate::status::{IntoStatus, invalid};
 
 /// The cluster id every instance reports.
 const CLUSTER_ID: &str = "almanac";
+/// The app profile every instance has.
+const DEFAULT_APP_PROFILE: &str = "default";
 /// The zone every cluster reports.
 const ZONE: &str = "local";
 
@@ -46,6 +48,22 @@ fn instance_proto(name: &str) -> pb::Instance {
         state: pb::instance::State::Ready as i32,
         r#type: pb::instance::Type::Production as i32,
         ..pb::Instance::default()
+    }
+}
+
+/// The one app profile of an instance: `default`, routing every request to its one
+/// cluster.
+fn default_profile(instance: &str) -> pb::AppProfile {
+    pb::AppProfile {
+        name: format!("{instance}/appProfiles/{DEFAULT_APP_PROFILE}"),
+        description: "Almanac's single-cluster default profile".into(),
+        routing_policy: Some(pb::app_profile::RoutingPolicy::SingleClusterRouting(
+            pb::app_profile::SingleClusterRouting {
+                cluster_id: CLUSTER_ID.into(),
+                allow_transactional_writes: true,
+            },
+        )),
+        ..pb::AppProfile::default()
     }
 }
 
@@ -136,12 +154,9 @@ impl BigtableInstanceAdmin for InstanceAdminService {
     ) -> Result<Response<pb::AppProfile>, Status> {
         let name = request.get_ref().name.clone();
         match name.split_once("/appProfiles/") {
-            Some((instance, "default")) => {
-                names::instance(instance)?;
-                Ok(Response::new(pb::AppProfile {
-                    name,
-                    ..pb::AppProfile::default()
-                }))
+            Some((instance, DEFAULT_APP_PROFILE)) => {
+                let instance = names::instance(instance)?;
+                Ok(Response::new(default_profile(&instance)))
             }
             _ => Err(Status::not_found(format!("app profile not found: {name}"))),
         }
@@ -152,12 +167,8 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         request: Request<pb::ListAppProfilesRequest>,
     ) -> Result<Response<pb::ListAppProfilesResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
-        let profile = pb::AppProfile {
-            name: format!("{instance}/appProfiles/default"),
-            ..pb::AppProfile::default()
-        };
         Ok(Response::new(pb::ListAppProfilesResponse {
-            app_profiles: vec![profile],
+            app_profiles: vec![default_profile(&instance)],
             next_page_token: String::new(),
             failed_locations: vec![],
         }))

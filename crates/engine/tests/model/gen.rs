@@ -232,7 +232,7 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
                     } else {
                         family_name(g)
                     };
-                    match g.weighted(&[4, 3, 2]) {
+                    match g.weighted(&[4, 3, 1, 2]) {
                         0 => {
                             // Mostly a name the table lacks.
                             let name = if g.pct(80) {
@@ -252,6 +252,7 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
                             FamilyChange::Create(name, family_spec(g))
                         }
                         1 => FamilyChange::Update(name, gc_rule(g, 0)),
+                        2 => FamilyChange::SetValueType(name, family_spec(g).value_type),
                         _ => FamilyChange::Drop(name),
                     }
                 })

@@ -589,6 +589,16 @@ impl Model {
                         .ok_or(Kind::NotFound)?;
                     f.spec.gc_rule = rule.clone();
                 }
+                FamilyChange::SetValueType(fname, value_type) => {
+                    let f = t
+                        .families
+                        .iter()
+                        .find(|f| &f.name == fname)
+                        .ok_or(Kind::NotFound)?;
+                    if f.spec.value_type != *value_type {
+                        return Err(Kind::Invalid);
+                    }
+                }
                 FamilyChange::Drop(fname) => {
                     let at = t
                         .families
