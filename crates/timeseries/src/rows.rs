@@ -60,9 +60,11 @@ pub struct Place {
 /// The series prefix of a point under `schema` (its dimensions must be in the schema).
 pub fn series_of(schema: &Schema, p: &Point) -> Vec<u8> {
     let mut dims: Vec<Option<&str>> = vec![None; schema.dimensions.len()];
+    let mut next = 0;
     for (name, value) in &p.dimensions {
-        if let Some(i) = schema.dimension_index(name) {
+        if let Some(i) = schema.dimension_index_near(name, next) {
             dims[i] = Some(value);
+            next = i + 1;
         }
     }
     keys::series_prefix(&p.measure_name, &dims)

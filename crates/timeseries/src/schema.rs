@@ -26,6 +26,44 @@ impl Schema {
         self.dimensions.iter().position(|d| d == name)
     }
 
+    /// [`Schema::dimension_index`], trying position `hint` first: records name their
+    /// dimensions in the same order request after request, so walking a record's
+    /// dimensions with the next expected position finds each in one comparison.
+    pub fn dimension_index_near(&self, name: &str, hint: usize) -> Option<usize> {
+        match self.dimensions.get(hint) {
+            Some(d) if d == name => Some(hint),
+            _ => self.dimension_index(name),
+        }
+    }
+
+    /// Sorts a record's dimensions into row-key order (unknown names first), stably.
+    pub fn sort_dimensions(&self, dims: &mut [(String, String)]) {
+        let mut next = 0;
+        let mut sorted = true;
+        let mut last = None;
+        let positions: Vec<Option<usize>> = dims
+            .iter()
+            .map(|(name, _)| {
+                let i = self.dimension_index_near(name, next);
+                next = i.map_or(next, |i| i + 1);
+                sorted &= i.is_some() && last < i;
+                last = i;
+                i
+            })
+            .collect();
+        if sorted {
+            return;
+        }
+        let mut keyed: Vec<(Option<usize>, (String, String))> = positions
+            .into_iter()
+            .zip(dims.iter_mut().map(std::mem::take))
+            .collect();
+        keyed.sort_by_key(|(i, _)| *i);
+        for (slot, (_, d)) in dims.iter_mut().zip(keyed) {
+            *slot = d;
+        }
+    }
+
     /// Type of a single measure value or of a multi-measure attribute.
     pub fn value_type(&self, measure: &str, attribute: Option<&str>) -> Option<MeasureType> {
         match attribute {
@@ -44,6 +82,9 @@ impl Schema {
         measures: &Measures,
     ) -> Result<bool, String> {
         let kind = kind_of(measures);
+        if self.knows(dims, measure, kind, measures) {
+            return Ok(false);
+        }
         if let Some(&have) = self.measures.get(measure)
             && have != kind
         {
@@ -98,6 +139,30 @@ impl Schema {
             ));
         }
         Ok(new_dims + new_measures > 0)
+    }
+
+    /// Whether every name of the record is already known with the record's types: the
+    /// common case, and then nothing can conflict. Admitted names never clash (a
+    /// dimension is never also an attribute, which `check` refuses), so a known
+    /// dimension is not an attribute, and a known attribute is not a dimension of the
+    /// table or, being a different name from each known dimension, of the record.
+    fn knows(
+        &self,
+        dims: &[(String, String)],
+        measure: &str,
+        kind: MeasureType,
+        measures: &Measures,
+    ) -> bool {
+        let mut next = 0;
+        self.measures.get(measure) == Some(&kind)
+            && attributes_of(measures)
+                .iter()
+                .all(|(name, v)| self.attributes.get(name) == Some(&v.kind()))
+            && dims.iter().all(|(d, _)| {
+                let i = self.dimension_index_near(d, next);
+                next = i.map_or(next, |i| i + 1);
+                i.is_some()
+            })
     }
 
     /// Admits a record's names into the schema, adding the new ones; on a conflict
@@ -181,6 +246,77 @@ mod tests {
         assert_eq!(
             s.value_type("metrics", Some("t")),
             Some(MeasureType::Double)
+        );
+    }
+
+    #[test]
+    fn dimensions_sort_into_key_order() {
+        let mut s = Schema::default();
+        let one = Measures::Single(Value::Bigint(1));
+        let all = dims(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        assert!(s.admit(&all, "m", &one).is_ok());
+        for (given, want) in [
+            (
+                vec![("a", "1"), ("b", "2"), ("c", "3")],
+                vec!["a", "b", "c"],
+            ),
+            (
+                vec![("c", "3"), ("a", "1"), ("b", "2")],
+                vec!["a", "b", "c"],
+            ),
+            (vec![("c", "3"), ("b", "2")], vec!["b", "c"]),
+            (
+                vec![("b", "2"), ("z", "9"), ("a", "1")],
+                vec!["z", "a", "b"],
+            ),
+            (vec![("y", "8"), ("z", "9")], vec!["y", "z"]),
+        ] {
+            let mut d = dims(&given);
+            s.sort_dimensions(&mut d);
+            let names: Vec<&str> = d.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, want, "sorting {given:?}");
+            assert!(
+                d.iter()
+                    .all(|(n, v)| given.contains(&(n.as_str(), v.as_str())))
+            );
+        }
+        assert_eq!(s.dimension_index_near("b", 1), Some(1));
+        assert_eq!(s.dimension_index_near("b", 0), Some(1));
+        assert_eq!(s.dimension_index_near("b", 7), Some(1));
+        assert_eq!(s.dimension_index_near("q", 0), None);
+    }
+
+    #[test]
+    fn known_names_take_the_fast_path_and_conflicts_still_fail() {
+        let mut s = Schema::default();
+        let multi = |pairs: &[(&str, Value)]| {
+            Measures::Multi(
+                pairs
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.clone()))
+                    .collect(),
+            )
+        };
+        let m = multi(&[("t", Value::Double(1.0)), ("u", Value::Bigint(2))]);
+        let d = dims(&[("host", "a"), ("rack", "r")]);
+        assert_eq!(s.check(&d, "cpu", &m), Ok(true));
+        assert!(s.admit(&d, "cpu", &m).is_ok());
+        assert_eq!(s.check(&d, "cpu", &m), Ok(false), "all known");
+        let reordered = dims(&[("rack", "r"), ("host", "a")]);
+        assert_eq!(s.check(&reordered, "cpu", &m), Ok(false));
+        assert_eq!(s.check(&dims(&[("host", "a")]), "cpu", &m), Ok(false));
+        let new_dim = dims(&[("host", "a"), ("zone", "z")]);
+        assert_eq!(s.check(&new_dim, "cpu", &m), Ok(true));
+        let retyped = multi(&[("t", Value::Bigint(1))]);
+        assert!(s.check(&d, "cpu", &retyped).is_err());
+        let dim_as_measure = multi(&[("host", Value::Double(1.0))]);
+        assert!(s.check(&d, "cpu", &dim_as_measure).is_err());
+        let measure_as_dim = dims(&[("t", "1")]);
+        assert!(s.check(&measure_as_dim, "cpu", &m).is_err());
+        assert!(
+            s.check(&d, "cpu", &Measures::Single(Value::Double(1.0)))
+                .is_err(),
+            "cpu is MULTI"
         );
     }
 

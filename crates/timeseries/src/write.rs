@@ -175,7 +175,7 @@ pub fn write_records<S: WideColumnStore>(
         .into_iter()
         .map(|(i, p, magnetic)| {
             let mut dims = p.dimensions;
-            dims.sort_by_key(|(n, _)| meta.schema.dimension_index(n));
+            meta.schema.sort_dimensions(&mut dims);
             let point = Point {
                 dimensions: dims,
                 measure_name: p.measure_name,

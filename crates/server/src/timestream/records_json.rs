@@ -67,6 +67,20 @@ pub fn parse_write_records(body: &[u8]) -> Result<Request<'_>> {
     Ok(req)
 }
 
+/// Bytes that end a run of plain string characters: the closing quote, a backslash
+/// (an escape) and the control characters JSON forbids inside strings.
+const ENDS_RUN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// Members of one object already read (serde's derive refuses a repeated field).
 #[derive(Default)]
 struct Seen(u32);
@@ -108,13 +122,20 @@ impl<'a> Parser<'a> {
         self.bytes().get(self.pos).copied()
     }
 
+    #[inline]
     fn expect(&mut self, b: u8) -> Result<()> {
-        if self.peek() == Some(b) {
+        // Compact JSON has no whitespace between tokens: try the byte itself first.
+        if self.bytes().get(self.pos) == Some(&b) || self.peek() == Some(b) {
             self.pos += 1;
             Ok(())
         } else {
-            Err(self.err(&format!("expected `{}`", b as char)))
+            Err(self.expected(b))
         }
+    }
+
+    #[cold]
+    fn expected(&self, b: u8) -> String {
+        self.err(&format!("expected `{}`", b as char))
     }
 
     fn literal(&mut self, word: &str) -> Result<()> {
@@ -186,20 +207,23 @@ impl<'a> Parser<'a> {
         self.expect(b'"')?;
         let start = self.pos;
         let bytes = self.bytes();
-        loop {
-            match bytes.get(self.pos) {
-                None => return Err(self.err("EOF while parsing a string")),
-                Some(b'"') => {
-                    let s = &self.text[start..self.pos];
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(c) if *c < 0x20 => {
-                    return Err(self.err("control character found while parsing a string"));
-                }
-                Some(_) => self.pos += 1,
+        // One table lookup a byte up to the first quote, backslash or control character.
+        let Some(n) = bytes[start..]
+            .iter()
+            .position(|&b| ENDS_RUN[usize::from(b)])
+        else {
+            self.pos = bytes.len();
+            return Err(self.err("EOF while parsing a string"));
+        };
+        self.pos = start + n;
+        match bytes[self.pos] {
+            b'"' => {
+                let s = &self.text[start..self.pos];
+                self.pos += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            b'\\' => {}
+            _ => return Err(self.err("control character found while parsing a string")),
         }
         let mut out = self.text[start..self.pos].to_string();
         loop {
@@ -220,7 +244,7 @@ impl<'a> Parser<'a> {
                     // Copy up to the next quote, backslash or control character.
                     let run = bytes[self.pos..]
                         .iter()
-                        .position(|b| matches!(b, b'"' | b'\\') || *b < 0x20)
+                        .position(|&b| ENDS_RUN[usize::from(b)])
                         .map_or(bytes.len(), |n| self.pos + n);
                     out.push_str(&self.text[self.pos..run]);
                     self.pos = run;
