@@ -15,7 +15,6 @@
 //! 5. seal every closed hour into blocks (points/s of the seal pass), compact, and
 //!    report bytes and the same reads again (the `sealed` line).
 
-use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,14 +108,8 @@ fn readings(balloon: u32, minute: u64, rng: &mut Rng) -> [String; 4] {
 
 fn dims(balloon: u32) -> Vec<Dimension<'static>> {
     vec![
-        Dimension {
-            name: "location".into(),
-            value: LOCATIONS[balloon as usize % LOCATIONS.len()].into(),
-        },
-        Dimension {
-            name: "balloon".into(),
-            value: format!("{balloon:04}").into(),
-        },
+        Dimension::new("location", LOCATIONS[balloon as usize % LOCATIONS.len()]),
+        Dimension::new("balloon", format!("{balloon:04}")),
     ]
 }
 
@@ -129,36 +122,18 @@ fn records_of(
     rng: &mut Rng,
 ) -> Vec<Record<'static>> {
     let values = readings(balloon, minute, rng);
-    let time = Some(Cow::Owned(time_ms.to_string()));
     if multi {
-        return vec![Record {
-            dimensions: dims(balloon),
-            measure_name: Some("reading".into()),
-            measure_value_type: Some("MULTI".into()),
-            measure_values: MEASURES
-                .iter()
-                .zip(&values)
-                .map(|((n, k), v)| MeasureValue {
-                    name: (*n).into(),
-                    value: v.clone().into(),
-                    kind: (*k).into(),
-                })
-                .collect(),
-            time,
-            ..Record::default()
-        }];
+        let values = MEASURES
+            .iter()
+            .zip(values)
+            .map(|((n, k), v)| MeasureValue::new(*n, v, *k))
+            .collect();
+        return vec![Record::multi(dims(balloon), "reading", values, time_ms)];
     }
     MEASURES
         .iter()
         .zip(values)
-        .map(|((n, k), v)| Record {
-            dimensions: dims(balloon),
-            measure_name: Some((*n).into()),
-            measure_value: Some(v.into()),
-            measure_value_type: Some((*k).into()),
-            time: time.clone(),
-            ..Record::default()
-        })
+        .map(|((n, k), v)| Record::single(dims(balloon), *n, *k, v, time_ms))
         .collect()
 }
 

@@ -72,29 +72,20 @@ fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> any
     let mut batch = Vec::with_capacity(BATCH);
     let mut rows = 0u64;
     while let Some((host, time_ns)) = stream.next_row() {
-        batch.push(Record {
-            dimensions: TAG_KEYS
+        batch.push(Record::multi(
+            TAG_KEYS
                 .iter()
                 .zip(host.tags())
-                .map(|(k, v)| Dimension {
-                    name: (*k).into(),
-                    value: v.to_string().into(),
-                })
+                .map(|(k, v)| Dimension::new(*k, v.to_string()))
                 .collect(),
-            measure_name: Some(MEASUREMENT.into()),
-            measure_value_type: Some("MULTI".into()),
-            measure_values: FIELDS
+            MEASUREMENT,
+            FIELDS
                 .iter()
                 .zip(host.values)
-                .map(|(n, v)| MeasureValue {
-                    name: (*n).into(),
-                    value: v.to_string().into(),
-                    kind: "DOUBLE".into(),
-                })
+                .map(|(n, v)| MeasureValue::new(*n, v.to_string(), "DOUBLE"))
                 .collect(),
-            time: Some((time_ns / 1_000_000).to_string().into()),
-            ..Record::default()
-        });
+            time_ns / 1_000_000,
+        ));
         if batch.len() == BATCH {
             ts.write_records(DATABASE, TABLE, None, &batch)?;
             rows += batch.len() as u64;

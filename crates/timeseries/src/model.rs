@@ -177,6 +177,69 @@ pub struct Record<'a> {
     pub version: Option<i64>,
 }
 
+impl<'a> Dimension<'a> {
+    /// A dimension `name = value`.
+    pub fn new(name: impl Into<Cow<'a, str>>, value: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+impl<'a> MeasureValue<'a> {
+    /// An attribute `name` of type `kind` (`DOUBLE`, …) with its value as text.
+    pub fn new(
+        name: impl Into<Cow<'a, str>>,
+        value: impl Into<Cow<'a, str>>,
+        kind: impl Into<Cow<'a, str>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            kind: kind.into(),
+        }
+    }
+}
+
+impl<'a> Record<'a> {
+    /// A single-measure record: `measure` of type `kind` (`DOUBLE`, …) with its value
+    /// as text, at `time_ms` milliseconds (the default unit), version 1.
+    pub fn single(
+        dimensions: Vec<Dimension<'a>>,
+        measure: impl Into<Cow<'a, str>>,
+        kind: impl Into<Cow<'a, str>>,
+        value: impl Into<Cow<'a, str>>,
+        time_ms: i64,
+    ) -> Self {
+        Self {
+            dimensions,
+            measure_name: Some(measure.into()),
+            measure_value: Some(value.into()),
+            measure_value_type: Some(kind.into()),
+            time: Some(time_ms.to_string().into()),
+            ..Self::default()
+        }
+    }
+
+    /// A MULTI record of measure `measure` at `time_ms` milliseconds, version 1.
+    pub fn multi(
+        dimensions: Vec<Dimension<'a>>,
+        measure: impl Into<Cow<'a, str>>,
+        values: Vec<MeasureValue<'a>>,
+        time_ms: i64,
+    ) -> Self {
+        Self {
+            dimensions,
+            measure_name: Some(measure.into()),
+            measure_value_type: Some("MULTI".into()),
+            measure_values: values,
+            time: Some(time_ms.to_string().into()),
+            ..Self::default()
+        }
+    }
+}
+
 /// The measures of a parsed record.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Measures {

@@ -47,10 +47,7 @@ pub fn open(
 pub fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension<'static>> {
     pairs
         .iter()
-        .map(|(n, v)| Dimension {
-            name: n.to_string().into(),
-            value: v.to_string().into(),
-        })
+        .map(|(n, v)| Dimension::new(n.to_string(), v.to_string()))
         .collect()
 }
 
@@ -61,21 +58,11 @@ pub fn multi(
     values: &[(&str, String, &str)],
     time_ms: i64,
 ) -> Record<'static> {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some(measure.to_string().into()),
-        measure_value_type: Some("MULTI".into()),
-        measure_values: values
-            .iter()
-            .map(|(n, v, k)| MeasureValue {
-                name: n.to_string().into(),
-                value: v.clone().into(),
-                kind: k.to_string().into(),
-            })
-            .collect(),
-        time: Some(time_ms.to_string().into()),
-        ..Record::default()
-    }
+    let values = values
+        .iter()
+        .map(|(n, v, k)| MeasureValue::new(n.to_string(), v.clone(), k.to_string()))
+        .collect();
+    Record::multi(dims(d), measure.to_string(), values, time_ms)
 }
 
 /// A single-measure record.
@@ -86,12 +73,11 @@ pub fn single(
     value: &str,
     time_ms: i64,
 ) -> Record<'static> {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some(measure.to_string().into()),
-        measure_value: Some(value.to_string().into()),
-        measure_value_type: Some(kind.to_string().into()),
-        time: Some(time_ms.to_string().into()),
-        ..Record::default()
-    }
+    Record::single(
+        dims(d),
+        measure.to_string(),
+        kind.to_string(),
+        value.to_string(),
+        time_ms,
+    )
 }

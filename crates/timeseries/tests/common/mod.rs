@@ -110,10 +110,7 @@ pub fn table(f: &Fixture, pattern: Pattern, reverse_time: bool) -> Result<String
 pub fn dims(pairs: &[(&str, &str)]) -> Vec<Dimension<'static>> {
     pairs
         .iter()
-        .map(|(n, v)| Dimension {
-            name: n.to_string().into(),
-            value: v.to_string().into(),
-        })
+        .map(|(n, v)| Dimension::new(n.to_string(), v.to_string()))
         .collect()
 }
 
@@ -124,32 +121,21 @@ pub fn single(
     value: &str,
     time_ms: i64,
 ) -> Record<'static> {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some(measure.to_string().into()),
-        measure_value: Some(value.to_string().into()),
-        measure_value_type: Some(kind.to_string().into()),
-        time: Some(time_ms.to_string().into()),
-        ..Record::default()
-    }
+    Record::single(
+        dims(d),
+        measure.to_string(),
+        kind.to_string(),
+        value.to_string(),
+        time_ms,
+    )
 }
 
 pub fn multi(d: &[(&str, &str)], values: &[(&str, &str, &str)], time_ms: i64) -> Record<'static> {
-    Record {
-        dimensions: dims(d),
-        measure_name: Some("readings".into()),
-        measure_value_type: Some("MULTI".into()),
-        measure_values: values
-            .iter()
-            .map(|(n, v, k)| MeasureValue {
-                name: n.to_string().into(),
-                value: v.to_string().into(),
-                kind: k.to_string().into(),
-            })
-            .collect(),
-        time: Some(time_ms.to_string().into()),
-        ..Record::default()
-    }
+    let values = values
+        .iter()
+        .map(|(n, v, k)| MeasureValue::new(n.to_string(), v.to_string(), k.to_string()))
+        .collect();
+    Record::multi(dims(d), "readings", values, time_ms)
 }
 
 pub fn all(ts: &TimeSeries<EmbeddedStore>, table: &str, sel: &Selection) -> Result<Vec<Point>> {
