@@ -129,20 +129,6 @@ pub enum Typed {
     Timestamp(i64),
 }
 
-fn to_proto(name: &str, v: &Value) -> ValueProto {
-    let typed = match v {
-        Value::Double(d) => Typed::Double(*d),
-        Value::Bigint(i) => Typed::Bigint(*i),
-        Value::Varchar(s) => Typed::Varchar(s.clone()),
-        Value::Boolean(b) => Typed::Boolean(*b),
-        Value::Timestamp(t) => Typed::Timestamp(*t),
-    };
-    ValueProto {
-        name: name.to_string(),
-        typed: Some(typed),
-    }
-}
-
 fn from_proto(p: ValueProto) -> Result<(String, Value)> {
     let v = match p.typed {
         Some(Typed::Double(d)) => Value::Double(d),
@@ -155,13 +141,73 @@ fn from_proto(p: ValueProto) -> Result<(String, Value)> {
     Ok((p.name, v))
 }
 
-/// Serializes a point's version and measures.
+/// Serializes a point's version and measures: the bytes of [`PointProto`], written
+/// straight from the point (building the message would copy every name).
 pub fn encode_point(version: i64, measures: &Measures) -> Vec<u8> {
-    let values = match measures {
-        Measures::Single(v) => vec![to_proto("", v)],
-        Measures::Multi(vs) => vs.iter().map(|(n, v)| to_proto(n, v)).collect(),
+    use prost::encoding::{WireType, encode_key, encode_varint, int64};
+    let mut out = Vec::with_capacity(point_len_hint(measures));
+    if version != 0 {
+        int64::encode(1, &version, &mut out);
+    }
+    let mut value = |name: &str, v: &Value| {
+        encode_key(2, WireType::LengthDelimited, &mut out);
+        encode_varint(value_proto_len(name, v) as u64, &mut out);
+        encode_value_proto(name, v, &mut out);
     };
-    PointProto { version, values }.encode_to_vec()
+    match measures {
+        Measures::Single(v) => value("", v),
+        Measures::Multi(vs) => vs.iter().for_each(|(n, v)| value(n, v)),
+    }
+    out
+}
+
+/// Room for a point's bytes: names, values and a few bytes of framing each.
+fn point_len_hint(measures: &Measures) -> usize {
+    const FRAMING: usize = 16;
+    match measures {
+        Measures::Single(_) => 2 * FRAMING,
+        Measures::Multi(vs) => FRAMING + vs.iter().map(|(n, _)| n.len() + FRAMING).sum::<usize>(),
+    }
+}
+
+/// Bytes of one [`ValueProto`] body.
+fn value_proto_len(name: &str, v: &Value) -> usize {
+    use prost::encoding::{
+        bool as pbool, double, encoded_len_varint, int64, key_len, sint64, string,
+    };
+    let name_len = if name.is_empty() {
+        0
+    } else {
+        key_len(1) + encoded_len_varint(name.len() as u64) + name.len()
+    };
+    name_len
+        + match v {
+            Value::Double(d) => double::encoded_len(2, d),
+            Value::Bigint(i) => sint64::encoded_len(3, i),
+            Value::Varchar(s) => string::encoded_len(4, s),
+            Value::Boolean(b) => pbool::encoded_len(5, b),
+            Value::Timestamp(t) => int64::encoded_len(6, t),
+        }
+}
+
+/// One [`ValueProto`] body, as prost writes it: the name unless empty, then the
+/// value's oneof field (always present).
+fn encode_value_proto(name: &str, v: &Value, out: &mut Vec<u8>) {
+    use prost::encoding::{
+        WireType, bool as pbool, double, encode_key, encode_varint, int64, sint64, string,
+    };
+    if !name.is_empty() {
+        encode_key(1, WireType::LengthDelimited, out);
+        encode_varint(name.len() as u64, out);
+        out.extend_from_slice(name.as_bytes());
+    }
+    match v {
+        Value::Double(d) => double::encode(2, d, out),
+        Value::Bigint(i) => sint64::encode(3, i, out),
+        Value::Varchar(s) => string::encode(4, s, out),
+        Value::Boolean(b) => pbool::encode(5, b, out),
+        Value::Timestamp(t) => int64::encode(6, t, out),
+    }
 }
 
 /// Decodes a cell of [`encode_point`]; `multi` says which kind of record it holds.
@@ -243,6 +289,45 @@ mod tests {
             let _ = decode_point(&bytes, len % 2 == 0);
             let _ = split_named_value(&bytes);
             let _ = crate::keys::decode(&bytes, len % 3 == 0, len % 5 == 0);
+        }
+    }
+
+    /// The message [`encode_point`] writes by hand, built the prost way (the oracle).
+    fn to_proto(name: &str, v: &Value) -> ValueProto {
+        let typed = match v {
+            Value::Double(d) => Typed::Double(*d),
+            Value::Bigint(i) => Typed::Bigint(*i),
+            Value::Varchar(s) => Typed::Varchar(s.clone()),
+            Value::Boolean(b) => Typed::Boolean(*b),
+            Value::Timestamp(t) => Typed::Timestamp(*t),
+        };
+        ValueProto {
+            name: name.to_string(),
+            typed: Some(typed),
+        }
+    }
+
+    #[test]
+    fn points_encode_as_prost_would() {
+        let mut measures: Vec<Measures> = all_values().into_iter().map(Measures::Single).collect();
+        measures.push(Measures::Multi(
+            all_values()
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("measure_{i}").repeat(i * 20 + 1), v))
+                .collect(),
+        ));
+        measures.push(Measures::Multi(vec![("".into(), Value::Bigint(0))]));
+        measures.push(Measures::Multi(Vec::new()));
+        for m in &measures {
+            for version in [0, 1, 9, -3, i64::MAX] {
+                let values = match m {
+                    Measures::Single(v) => vec![to_proto("", v)],
+                    Measures::Multi(vs) => vs.iter().map(|(n, v)| to_proto(n, v)).collect(),
+                };
+                let want = PointProto { version, values }.encode_to_vec();
+                assert_eq!(encode_point(version, m), want, "{m:?} version {version}");
+            }
         }
     }
 

@@ -19,6 +19,7 @@
 //!    unconditional, since a record found already stored (an idempotent retry) may be
 //!    another request's write that is not durable yet.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
@@ -35,7 +36,7 @@ use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
 use crate::seal::{block_mutations, block_row, has_block, may_be_sealed};
 use crate::store::WideColumnStore;
-use crate::validate::{Parsed, merge, parse_record};
+use crate::validate::{Parsed, RecordChecker, merge};
 
 /// What happened to one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -159,8 +160,9 @@ pub fn write_records<S: WideColumnStore>(
     // 1. Each record alone, and its time against retention.
     let mut meta = handle.meta();
     let mut parsed: Vec<(usize, Parsed, bool)> = Vec::with_capacity(records.len());
+    let mut checker = RecordChecker::default();
     for (i, rec) in records.iter().enumerate() {
-        match parse_record(&merge(common, rec)).and_then(|p| {
+        match checker.check(&merge(common, rec)).and_then(|p| {
             let magnetic = check_window(&meta, p.time_ns, now_ns)?;
             Ok((p, magnetic))
         }) {
@@ -196,17 +198,23 @@ pub fn write_records<S: WideColumnStore>(
     );
     // 4. Stored points that could collide, and the sealed blocks they are in.
     let Stored {
-        points: stored,
+        points: mut stored,
         mut blocks,
     } = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
     // 5. Resolve in request order.
     let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
-    let mut magnetic_of: HashMap<usize, bool> = HashMap::new();
+    let mut magnetic_of = vec![false; records.len()];
     for (i, p, pl, magnetic) in points {
-        let slot = slots.entry(pl.clone()).or_insert_with(|| Slot {
-            stored: stored.get(&pl).cloned(),
-            ..Slot::default()
-        });
+        let slot = match slots.entry(pl) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                let stored = stored.remove(v.key());
+                v.insert(Slot {
+                    stored,
+                    ..Slot::default()
+                })
+            }
+        };
         match slot.current.as_ref().or(slot.stored.as_ref()) {
             None => {}
             Some(e) if e.time_ns != p.time_ns => {
@@ -244,12 +252,12 @@ pub fn write_records<S: WideColumnStore>(
         }
         slot.current = Some(p);
         slot.indexes.push(i);
-        magnetic_of.insert(i, magnetic);
+        magnetic_of[i] = magnetic;
     }
     // 6. Write the changed rows; a point of a sealed bucket rewrites its block.
     let mut rows: BTreeMap<Vec<u8>, RowWrite> = BTreeMap::new();
     let mut dirty: BTreeSet<Vec<u8>> = BTreeSet::new();
-    for (pl, slot) in &slots {
+    for (pl, slot) in slots {
         let Some(cur) = &slot.current else { continue };
         let series = &pl.row[..pl.series_len];
         let block_key = meta
@@ -257,7 +265,7 @@ pub fn write_records<S: WideColumnStore>(
             .seal
             .then(|| block_row(&meta.layout, series, cur.time_ns))
             .filter(|k| blocks.contains_key(k));
-        let key = block_key.clone().unwrap_or_else(|| pl.row.clone());
+        let key = block_key.clone().unwrap_or(pl.row);
         let entry = rows.entry(key).or_insert_with(|| RowWrite {
             mutations: Vec::new(),
             indexes: Vec::new(),
@@ -321,9 +329,9 @@ pub fn write_records<S: WideColumnStore>(
             continue;
         }
         series.raise(&key[..w.series_len], w.newest_ns);
-        for i in &w.indexes {
+        for &i in &w.indexes {
             ingested.total += 1;
-            if magnetic_of.get(i).copied().unwrap_or(false) {
+            if magnetic_of[i] {
                 ingested.magnetic_store += 1;
             } else {
                 ingested.memory_store += 1;

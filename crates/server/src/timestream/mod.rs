@@ -396,7 +396,11 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
     let Ok(slot) = Arc::clone(&app.write_slots).acquire_owned().await else {
         return api_error(OpError::Internal("the write slots are closed".into())).into_response();
     };
-    match run_blocking(spare_core, move || dispatch_write(&app, &cx, &op, &body, slot)).await {
+    match run_blocking(spare_core, move || {
+        dispatch_write(&app, &cx, &op, &body, slot)
+    })
+    .await
+    {
         Ok(Ok(json)) => json_response(StatusCode::OK, json.to_string()),
         Ok(Err(e)) => api_error(e).into_response(),
         Err(join) => {
