@@ -16,8 +16,9 @@
 //!    ([`query_wire`], [`scalar`]) and pages beyond the first wait in the
 //!    [`results`] cache. Write operations ([`write_ops`]) parse into
 //!    [`wire::Request`] (a malformed body is a `ValidationException` naming serde's
-//!    complaint and position) and run on tokio's blocking pool against the
-//!    [`almanac_timeseries::TimeSeries`] service.
+//!    complaint and position) and run blocking against the
+//!    [`almanac_timeseries::TimeSeries`] service: in place on the worker when a
+//!    write slot is free, else on tokio's blocking pool ([`run_blocking`]).
 //! 4. Success is HTTP 200 with the output shape. Every failure is an [`OpError`], and
 //!    becomes the service's modeled exception in exactly one place ([`api_error`]):
 //!    `{"__type": "com.amazonaws.timestreamwrite#<Name>", "Message": …}` (namespace
@@ -309,7 +310,7 @@ fn region_of(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Runs a `timestream-write` operation (or DescribeEndpoints, which both services
-/// have), on the blocking pool, holding a write slot ([`App::write_slots`]).
+/// have), blocking ([`run_blocking`]), holding a write slot ([`App::write_slots`]).
 fn dispatch_write(
     app: &App,
     cx: &RequestContext,
