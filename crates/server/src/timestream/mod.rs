@@ -18,7 +18,7 @@
 //!    [`wire::Request`] (a malformed body is a `ValidationException` naming serde's
 //!    complaint and position) and run blocking against the
 //!    [`almanac_timeseries::TimeSeries`] service: in place on the worker when a
-//!    write slot is free, else on tokio's blocking pool ([`run_blocking`]).
+//!    write slot is free, else on tokio's blocking pool (`run_blocking`).
 //! 4. Success is HTTP 200 with the output shape. Every failure is an [`OpError`], and
 //!    becomes the service's modeled exception in exactly one place ([`api_error`]):
 //!    `{"__type": "com.amazonaws.timestreamwrite#<Name>", "Message": …}` (namespace
