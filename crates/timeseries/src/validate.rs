@@ -191,12 +191,12 @@ impl RecordChecker {
         let type_name = rec.measure_value_type.as_deref().unwrap_or("DOUBLE");
         let kind = MeasureType::parse(type_name)
             .ok_or_else(|| format!("Unknown MeasureValueType '{type_name}'."))?;
+        let known_attributes = same_names(
+            rec.measure_values.iter().map(|m| &*m.name),
+            &self.attributes,
+        );
         let measures = if kind == MeasureType::Multi {
-            let known = known_dims
-                && same_names(
-                    rec.measure_values.iter().map(|m| &*m.name),
-                    &self.attributes,
-                );
+            let known = known_dims && known_attributes;
             Measures::Multi(check_attributes(rec, &dimensions, unit, known)?)
         } else {
             if !rec.measure_values.is_empty() {
@@ -213,7 +213,13 @@ impl RecordChecker {
                 .ok_or("The record has no MeasureValue.")?;
             Measures::Single(parse_value(kind, text, unit)?)
         };
-        self.remember(&dimensions, &measure_name, &measures);
+        self.remember(
+            &dimensions,
+            &measure_name,
+            &measures,
+            known_dims,
+            known_attributes,
+        );
         Ok(Parsed {
             dimensions,
             measure_name,
@@ -223,20 +229,27 @@ impl RecordChecker {
         })
     }
 
-    /// Keeps the names of a record that passed (copied only when they changed).
-    fn remember(&mut self, dims: &[(String, String)], measure: &str, measures: &Measures) {
-        if !same_names(dims.iter().map(|(n, _)| n.as_str()), &self.dimensions) {
+    /// Keeps the names of a record that passed, copied only when `check` found them
+    /// changed (`known_*`: the record's names already equal the kept ones).
+    fn remember(
+        &mut self,
+        dims: &[(String, String)],
+        measure: &str,
+        measures: &Measures,
+        known_dims: bool,
+        known_attributes: bool,
+    ) {
+        if !known_dims {
             self.dimensions = dims.iter().map(|(n, _)| n.clone()).collect();
         }
         if self.measure_name != measure {
             measure.clone_into(&mut self.measure_name);
         }
-        let attributes: &[(String, Value)] = match measures {
-            Measures::Multi(vs) => vs,
-            Measures::Single(_) => &[],
-        };
-        if !same_names(attributes.iter().map(|(n, _)| n.as_str()), &self.attributes) {
-            self.attributes = attributes.iter().map(|(n, _)| n.clone()).collect();
+        if !known_attributes {
+            self.attributes = match measures {
+                Measures::Multi(vs) => vs.iter().map(|(n, _)| n.clone()).collect(),
+                Measures::Single(_) => Vec::new(),
+            };
         }
     }
 }
