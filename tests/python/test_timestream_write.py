@@ -364,6 +364,71 @@ def test_update_table(ts, ts_write):
         assert after["LastUpdatedTime"] >= after["CreationTime"]
 
 
+def test_dimension_partition_key_is_enforced(ts, ts_write):
+    """Schema.CompositePartitionKey: echoed, a REQUIRED dimension key rejects records
+    without it (CommonAttributes count), UpdateTable may change only the enforcement."""
+    db = ts.database()
+    name = ts.name()
+    key = {"Type": "DIMENSION", "Name": "host", "EnforcementInRecord": "REQUIRED"}
+    created = ts_write.create_table(
+        DatabaseName=db, TableName=name, Schema={"CompositePartitionKey": [key]}
+    )["Table"]
+    assert created["Schema"] == {"CompositePartitionKey": [key]}
+    tbl = TsTable(ts_write, db, name, created)
+    good = rec("cpu", "1.5", d={"host": "a", "dc": "x"})
+    bad = rec("cpu", "2.5", d={"dc": "x"})
+    got = write_rejected(tbl, [good, bad])
+    assert list(got) == [1]
+    assert "host" in got[1]["Reason"], got
+    assert_stored(tbl, [good])
+    # From CommonAttributes, the key is there.
+    assert ingested(tbl.write([bad], common={"Dimensions": dims(host="b")}))[0] == 1
+
+    with pytest.raises(ts_write.exceptions.ValidationException) as ei:
+        ts_write.update_table(
+            DatabaseName=db,
+            TableName=name,
+            Schema={"CompositePartitionKey": [dict(key, Name="dc")]},
+        )
+    assert "cannot change" in error_of(ei)["Error"]["Message"]
+    optional = dict(key, EnforcementInRecord="OPTIONAL")
+    updated = ts_write.update_table(
+        DatabaseName=db, TableName=name, Schema={"CompositePartitionKey": [optional]}
+    )["Table"]
+    assert updated["Schema"] == {"CompositePartitionKey": [optional]}
+    assert tbl.describe()["Schema"] == {"CompositePartitionKey": [optional]}
+    assert ingested(tbl.write([rec("cpu", "3.5", d={"dc": "y"})]))[0] == 1
+
+
+def test_default_partition_key_is_measure_name(ts):
+    assert ts.table().describe()["Schema"] == {"CompositePartitionKey": [{"Type": "MEASURE"}]}
+
+
+@pytest.mark.parametrize(
+    "schema, says",
+    [
+        ({"CompositePartitionKey": []}, "it has 0"),
+        ({"CompositePartitionKey": [{"Type": "MEASURE"}, {"Type": "MEASURE"}]}, "it has 2"),
+        ({"CompositePartitionKey": [{"Type": "TIME"}]}, "DIMENSION, MEASURE"),
+        ({"CompositePartitionKey": [{"Type": "DIMENSION"}]}, "Name is required"),
+        ({"CompositePartitionKey": [{"Type": "MEASURE", "Name": "x"}]}, "takes no Name"),
+        (
+            {"CompositePartitionKey": [{"Type": "DIMENSION", "Name": "x", "EnforcementInRecord": "NO"}]},
+            "REQUIRED, OPTIONAL",
+        ),
+    ],
+    ids=["empty", "two-keys", "bad-type", "dimension-without-name", "measure-with-name", "bad-enforcement"],
+)
+def test_bad_partition_key_is_validation_error(ts, ts_write_unvalidated, schema, says):
+    client = ts_write_unvalidated  # botocore refuses some of these itself
+    db = ts.database()
+    with pytest.raises(client.exceptions.ValidationException) as ei:
+        client.create_table(DatabaseName=db, TableName="tbl", Schema=schema)
+    assert says in error_of(ei)["Error"]["Message"]
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.describe_table(DatabaseName=db, TableName="tbl")
+
+
 def test_create_table_in_missing_database_is_not_found(ts_write):
     with pytest.raises(ts_write.exceptions.ResourceNotFoundException) as ei:
         ts_write.create_table(DatabaseName=f"missing_{uuid.uuid4().hex}", TableName="tbl")

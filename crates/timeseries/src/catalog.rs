@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::limits::{MAX_DATABASES, MAX_TABLES_PER_DATABASE};
 use crate::model::{DatabaseInfo, MagneticWrites, Retention};
+use crate::partition::TableSchema;
 use crate::schema::Schema;
 use crate::series::SeriesLocks;
 use crate::store::WideColumnStore;
@@ -51,9 +52,9 @@ pub struct TableMeta {
     pub retention: Retention,
     /// Magnetic-store writes.
     pub magnetic_writes: MagneticWrites,
-    /// `Schema.CompositePartitionKey` as given (echoed by DescribeTable).
-    #[serde(default)]
-    pub partition_key: Option<serde_json::Value>,
+    /// `Schema` (the partition key) as given; `None` is partitioned by measure name.
+    #[serde(default, deserialize_with = "crate::partition::lenient")]
+    pub partition_key: Option<TableSchema>,
     /// Inferred schema.
     pub schema: Schema,
     /// No bucket ending after this time (ns) is sealed ([`crate::seal`]): raised before
@@ -86,8 +87,8 @@ pub struct NewTable {
     pub magnetic_writes: MagneticWrites,
     /// Layout.
     pub layout: Layout,
-    /// Partition key to echo.
-    pub partition_key: Option<serde_json::Value>,
+    /// Partition key (checked by [`TableSchema::from_json`]).
+    pub partition_key: Option<TableSchema>,
 }
 
 /// A live table: its description and the state writers share.
@@ -475,6 +476,7 @@ impl<S: WideColumnStore> Catalog<S> {
         name: &str,
         retention: Option<Retention>,
         magnetic_writes: Option<MagneticWrites>,
+        partition_key: Option<TableSchema>,
         now_ms: i64,
     ) -> Result<Arc<TableMeta>> {
         let st = self.write();
@@ -488,8 +490,20 @@ impl<S: WideColumnStore> Catalog<S> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut meta = (*handle.meta()).clone();
+        // Every check before the first change: a refused update changes nothing.
+        if let Some(next) = &partition_key {
+            meta.partition_key
+                .clone()
+                .unwrap_or_default()
+                .check_update(next)?;
+        }
+        if let Some(r) = &retention {
+            validate_retention(r)?;
+        }
+        if partition_key.is_some() {
+            meta.partition_key = partition_key;
+        }
         if let Some(r) = retention {
-            validate_retention(&r)?;
             if r != meta.retention {
                 let rule = retention_rule(&r);
                 for family in meta.families() {

@@ -34,6 +34,7 @@ pub mod keys;
 pub mod layout;
 pub mod limits;
 pub mod model;
+pub mod partition;
 pub mod query;
 pub mod rows;
 pub mod schema;
@@ -55,6 +56,7 @@ pub use model::{
     DatabaseInfo, Dimension, Ingested, MagneticWrites, MeasureType, MeasureValue, Measures, Point,
     Record, RejectedRecord, Retention, TimeUnit, Value,
 };
+pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
 pub use seal::SealStats;
 pub use store::{EmbeddedStore, WideColumnStore};
@@ -147,9 +149,16 @@ impl<S: WideColumnStore> TimeSeries<S> {
         name: &str,
         retention: Option<Retention>,
         magnetic_writes: Option<MagneticWrites>,
+        partition_key: Option<TableSchema>,
     ) -> Result<Arc<TableMeta>> {
-        self.catalog
-            .update_table(db, name, retention, magnetic_writes, self.now_ms())
+        self.catalog.update_table(
+            db,
+            name,
+            retention,
+            magnetic_writes,
+            partition_key,
+            self.now_ms(),
+        )
     }
 
     /// DeleteTable.

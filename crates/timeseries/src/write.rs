@@ -161,8 +161,13 @@ pub fn write_records<S: WideColumnStore>(
     let mut meta = handle.meta();
     let mut parsed: Vec<(usize, Parsed, bool)> = Vec::with_capacity(records.len());
     let mut checker = RecordChecker::default();
+    let key = meta.partition_key.as_ref();
     for (i, rec) in records.iter().enumerate() {
         match checker.check(&merge(common, rec)).and_then(|p| {
+            let names = p.dimensions.iter().map(|(n, _)| n.as_str());
+            if let Some(why) = key.and_then(|k| k.missing_key(names)) {
+                return Err(why);
+            }
             let magnetic = check_window(&meta, p.time_ns, now_ns)?;
             Ok((p, magnetic))
         }) {

@@ -236,6 +236,7 @@ fn retention_windows_and_magnetic_writes() -> Result {
             enabled: true,
             rejected_report_location: None,
         }),
+        None,
     )?;
     let out =
         f.ts.write_records_outcome("db1", &t, None, &[old, future, ancient])?;
@@ -338,6 +339,7 @@ fn catalog_crud_and_reopen() -> Result {
             magnetic_days: 9,
         }),
         None,
+        None,
     )?;
     f.ts.delete_table("alpha", "t04")?;
     let path = f._dir.0.clone();
@@ -355,5 +357,62 @@ fn catalog_crud_and_reopen() -> Result {
         ts.describe_table("alpha", "t04"),
         Err(Error::NotFound { .. })
     ));
+    Ok(())
+}
+
+#[test]
+fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
+    let f = fixture("partition")?;
+    f.ts.create_database("db1", None)?;
+    let schema = |enforcement: &str| {
+        almanac_timeseries::TableSchema::from_json(&serde_json::json!({
+            "CompositePartitionKey": [
+                {"Type": "DIMENSION", "Name": "host", "EnforcementInRecord": enforcement}
+            ]
+        }))
+    };
+    f.ts.create_table(
+        "db1",
+        "keyed",
+        NewTable {
+            partition_key: Some(schema("REQUIRED")?),
+            ..NewTable::default()
+        },
+    )?;
+    let t = NOW_MS - 60_000;
+    let with = single(&[("host", "a"), ("dc", "x")], "cpu", "DOUBLE", "1", t);
+    let without = single(&[("dc", "x")], "cpu", "DOUBLE", "2", t + 1);
+    let r = f.ts.write_records("db1", "keyed", None, &[with.clone(), without.clone()]);
+    let Err(Error::Rejected(r)) = r else {
+        panic!("expected a rejection, got {r:?}");
+    };
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].index, 1);
+    assert!(r[0].reason.contains("Dimension host"), "{}", r[0].reason);
+    // The key may come from CommonAttributes.
+    let common = almanac_timeseries::Record {
+        dimensions: dims(&[("host", "b")]),
+        ..almanac_timeseries::Record::default()
+    };
+    f.ts.write_records("db1", "keyed", Some(&common), std::slice::from_ref(&without))?;
+    assert_eq!(all(&f.ts, "keyed", &Selection::default())?.len(), 2);
+    // It survives a reopen; then OPTIONAL lets records without it in, and the key
+    // itself cannot change.
+    let path = f._dir.0.clone();
+    drop(f.ts);
+    let ts = open_at(&path, f.clock.clone())?;
+    assert_eq!(ts.describe_table("db1", "keyed")?.partition_key, Some(schema("REQUIRED")?));
+    assert_eq!(
+        rejected(ts.write_records("db1", "keyed", None, std::slice::from_ref(&without))),
+        vec![(0, None)]
+    );
+    ts.update_table("db1", "keyed", None, None, Some(schema("OPTIONAL")?))?;
+    ts.write_records("db1", "keyed", None, &[without])?;
+    let other = almanac_timeseries::TableSchema::from_json(&serde_json::json!({
+        "CompositePartitionKey": [{"Type": "MEASURE"}]
+    }))?;
+    let e = ts.update_table("db1", "keyed", None, None, Some(other)).unwrap_err();
+    assert!(e.to_string().contains("cannot change"), "{e}");
+    assert_eq!(ts.describe_table("db1", "keyed")?.partition_key, Some(schema("OPTIONAL")?));
     Ok(())
 }

@@ -264,8 +264,9 @@ pub fn table(t: &TableMeta, region: &str, instance: &str) -> Json {
             "MultiMeasureAttributes": t.schema.attributes.iter().map(|(k, v)| (k.clone(), json!(v.as_str()))).collect::<serde_json::Map<_, _>>(),
         },
     });
-    if let (Some(schema), Some(obj)) = (&t.partition_key, out.as_object_mut()) {
-        obj.insert("Schema".into(), schema.clone());
+    if let Some(obj) = out.as_object_mut() {
+        let schema = t.partition_key.clone().unwrap_or_default();
+        obj.insert("Schema".into(), schema.to_json());
     }
     out
 }

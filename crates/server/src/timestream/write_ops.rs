@@ -3,7 +3,7 @@
 
 use almanac_timeseries::layout::Layout;
 use almanac_timeseries::limits::MAX_LIST_RESULTS;
-use almanac_timeseries::{Error, NewTable, Record, Result};
+use almanac_timeseries::{Error, NewTable, Record, Result, TableSchema};
 use serde_json::{Value as Json, json};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -106,7 +106,11 @@ pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
             .map(Into::into)
             .unwrap_or_default(),
         layout,
-        partition_key: req.schema.clone(),
+        partition_key: req
+            .schema
+            .as_ref()
+            .map(TableSchema::from_json)
+            .transpose()?,
     };
     let t = app.ts.create_table(db, name, new)?;
     Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
@@ -158,6 +162,10 @@ pub fn update_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
         name,
         req.retention_properties.map(Into::into),
         req.magnetic_store_write_properties.clone().map(Into::into),
+        req.schema
+            .as_ref()
+            .map(TableSchema::from_json)
+            .transpose()?,
     )?;
     Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
 }
