@@ -382,7 +382,8 @@ fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
     let t = NOW_MS - 60_000;
     let with = single(&[("host", "a"), ("dc", "x")], "cpu", "DOUBLE", "1", t);
     let without = single(&[("dc", "x")], "cpu", "DOUBLE", "2", t + 1);
-    let r = f.ts.write_records("db1", "keyed", None, &[with.clone(), without.clone()]);
+    let r =
+        f.ts.write_records("db1", "keyed", None, &[with.clone(), without.clone()]);
     let Err(Error::Rejected(r)) = r else {
         panic!("expected a rejection, got {r:?}");
     };
@@ -394,14 +395,22 @@ fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
         dimensions: dims(&[("host", "b")]),
         ..almanac_timeseries::Record::default()
     };
-    f.ts.write_records("db1", "keyed", Some(&common), std::slice::from_ref(&without))?;
+    f.ts.write_records(
+        "db1",
+        "keyed",
+        Some(&common),
+        std::slice::from_ref(&without),
+    )?;
     assert_eq!(all(&f.ts, "keyed", &Selection::default())?.len(), 2);
     // It survives a reopen; then OPTIONAL lets records without it in, and the key
     // itself cannot change.
     let path = f._dir.0.clone();
     drop(f.ts);
     let ts = open_at(&path, f.clock.clone())?;
-    assert_eq!(ts.describe_table("db1", "keyed")?.partition_key, Some(schema("REQUIRED")?));
+    assert_eq!(
+        ts.describe_table("db1", "keyed")?.partition_key,
+        Some(schema("REQUIRED")?)
+    );
     assert_eq!(
         rejected(ts.write_records("db1", "keyed", None, std::slice::from_ref(&without))),
         vec![(0, None)]
@@ -411,8 +420,13 @@ fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
     let other = almanac_timeseries::TableSchema::from_json(&serde_json::json!({
         "CompositePartitionKey": [{"Type": "MEASURE"}]
     }))?;
-    let e = ts.update_table("db1", "keyed", None, None, Some(other)).unwrap_err();
+    let e = ts
+        .update_table("db1", "keyed", None, None, Some(other))
+        .unwrap_err();
     assert!(e.to_string().contains("cannot change"), "{e}");
-    assert_eq!(ts.describe_table("db1", "keyed")?.partition_key, Some(schema("OPTIONAL")?));
+    assert_eq!(
+        ts.describe_table("db1", "keyed")?.partition_key,
+        Some(schema("OPTIONAL")?)
+    );
     Ok(())
 }
