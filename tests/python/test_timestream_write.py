@@ -429,6 +429,68 @@ def test_bad_partition_key_is_validation_error(ts, ts_write_unvalidated, schema,
         client.describe_table(DatabaseName=db, TableName="tbl")
 
 
+def test_tags_of_databases_and_tables(ts, ts_write, ts_query):
+    """Tags given at creation are listed; TagResource adds or replaces, UntagResource
+    removes; the query client's tagging calls see the same tags."""
+    db = ts.name()
+    d = ts_write.create_database(DatabaseName=db, Tags=[{"Key": "team", "Value": "a"}])["Database"]
+    ts.track(db)
+    assert ts_write.list_tags_for_resource(ResourceARN=d["Arn"])["Tags"] == [
+        {"Key": "team", "Value": "a"}
+    ]
+    t = ts_write.create_table(
+        DatabaseName=db,
+        TableName="tagged",
+        Tags=[{"Key": "env", "Value": "prod"}],
+    )["Table"]
+    assert ts_write.list_tags_for_resource(ResourceARN=t["Arn"])["Tags"] == [
+        {"Key": "env", "Value": "prod"}
+    ]
+    ts_write.tag_resource(
+        ResourceARN=t["Arn"],
+        Tags=[{"Key": "env", "Value": "dev"}, {"Key": "owner", "Value": "me"}],
+    )
+    got = ts_query.list_tags_for_resource(ResourceARN=t["Arn"])["Tags"]
+    assert sorted((x["Key"], x["Value"]) for x in got) == [("env", "dev"), ("owner", "me")]
+    ts_write.untag_resource(ResourceARN=t["Arn"], TagKeys=["env", "absent"])
+    assert ts_write.list_tags_for_resource(ResourceARN=t["Arn"])["Tags"] == [
+        {"Key": "owner", "Value": "me"}
+    ]
+    # The database's tags are its own.
+    assert ts_write.list_tags_for_resource(ResourceARN=d["Arn"])["Tags"] == [
+        {"Key": "team", "Value": "a"}
+    ]
+
+
+def test_tagging_errors(ts, ts_write, ts_write_unvalidated):
+    db = ts.database()
+    arn = ts_write.describe_database(DatabaseName=db)["Database"]["Arn"]
+    with pytest.raises(ts_write.exceptions.ResourceNotFoundException):
+        ts_write.list_tags_for_resource(ResourceARN=f"{arn}/table/missing")
+    with pytest.raises(ts_write.exceptions.ResourceNotFoundException):
+        ts_write.tag_resource(ResourceARN=arn + "x", Tags=[{"Key": "k", "Value": "v"}])
+    with pytest.raises(ts_write.exceptions.ValidationException) as ei:
+        ts_write.list_tags_for_resource(ResourceARN="arn:aws:s3:::bucket")
+    assert "not a Timestream database or table ARN" in error_of(ei)["Error"]["Message"]
+    client = ts_write_unvalidated  # botocore checks key lengths itself
+    for tags, says in [
+        ([{"Key": "aws:x", "Value": "v"}], "reserved for AWS"),
+        ([{"Key": "k" * 129, "Value": "v"}], "1 to 128"),
+        ([{"Key": "k", "Value": "v" * 257}], "the limit is 256"),
+        ([{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}], "more than once"),
+    ]:
+        with pytest.raises(client.exceptions.ValidationException) as ei:
+            client.tag_resource(ResourceARN=arn, Tags=tags)
+        assert says in error_of(ei)["Error"]["Message"]
+    many = [{"Key": f"k{i}", "Value": "v"} for i in range(150)]
+    ts_write.tag_resource(ResourceARN=arn, Tags=many[:100])
+    with pytest.raises(ts_write.exceptions.ValidationException) as ei:
+        ts_write.tag_resource(ResourceARN=arn, Tags=[{"Key": f"more{i}", "Value": "v"} for i in range(101)])
+    assert "the limit is 200" in error_of(ei)["Error"]["Message"]
+    # A refused request changed nothing.
+    assert len(ts_write.list_tags_for_resource(ResourceARN=arn)["Tags"]) == 100
+
+
 def test_create_table_in_missing_database_is_not_found(ts_write):
     with pytest.raises(ts_write.exceptions.ResourceNotFoundException) as ei:
         ts_write.create_table(DatabaseName=f"missing_{uuid.uuid4().hex}", TableName="tbl")

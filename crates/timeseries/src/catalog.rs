@@ -21,6 +21,7 @@ use crate::partition::TableSchema;
 use crate::schema::Schema;
 use crate::series::SeriesLocks;
 use crate::store::WideColumnStore;
+use crate::tags::{Resource, Tag};
 
 /// The store table holding the catalog.
 pub const CATALOG_TABLE: &str = "_catalog";
@@ -55,6 +56,9 @@ pub struct TableMeta {
     /// `Schema` (the partition key) as given; `None` is partitioned by measure name.
     #[serde(default, deserialize_with = "crate::partition::lenient")]
     pub partition_key: Option<TableSchema>,
+    /// Tags ([`crate::tags`]).
+    #[serde(default)]
+    pub tags: Vec<Tag>,
     /// Inferred schema.
     pub schema: Schema,
     /// No bucket ending after this time (ns) is sealed ([`crate::seal`]): raised before
@@ -89,6 +93,8 @@ pub struct NewTable {
     pub layout: Layout,
     /// Partition key (checked by [`TableSchema::from_json`]).
     pub partition_key: Option<TableSchema>,
+    /// Tags.
+    pub tags: Vec<Tag>,
 }
 
 /// A live table: its description and the state writers share.
@@ -262,9 +268,12 @@ impl<S: WideColumnStore> Catalog<S> {
         &self,
         name: &str,
         kms_key_id: Option<String>,
+        tags: Vec<Tag>,
         now_ms: i64,
     ) -> Result<DatabaseInfo> {
         crate::validate::resource_name("Database", name)?;
+        let mut checked = Vec::new();
+        crate::tags::add(&mut checked, tags)?;
         let mut st = self.write();
         if st.databases.contains_key(name) {
             return Err(Error::Conflict {
@@ -283,6 +292,7 @@ impl<S: WideColumnStore> Catalog<S> {
             created_ms: now_ms,
             updated_ms: now_ms,
             table_count: 0,
+            tags: checked,
         };
         self.put_db(&d)?;
         st.databases.insert(name.into(), d.clone());
@@ -385,6 +395,8 @@ impl<S: WideColumnStore> Catalog<S> {
     ) -> Result<Arc<TableMeta>> {
         crate::validate::resource_name("Table", name)?;
         new.layout.validate()?;
+        let mut checked_tags = Vec::new();
+        crate::tags::add(&mut checked_tags, new.tags)?;
         let retention = new.retention.unwrap_or_default();
         validate_retention(&retention)?;
         let mut st = self.write();
@@ -413,6 +425,7 @@ impl<S: WideColumnStore> Catalog<S> {
             retention,
             magnetic_writes: new.magnetic_writes,
             partition_key: new.partition_key,
+            tags: checked_tags,
             schema: Schema::default(),
             sealed_before_ns: 0,
             created_ms: now_ms,
@@ -519,6 +532,54 @@ impl<S: WideColumnStore> Catalog<S> {
         meta.updated_ms = now_ms;
         self.put_table(&handle, meta)?;
         Ok(handle.meta())
+    }
+
+    /// ListTagsForResource.
+    pub fn tags(&self, resource: &Resource) -> Result<Vec<Tag>> {
+        match resource {
+            Resource::Database(db) => Ok(self.database(db)?.tags),
+            Resource::Table(db, t) => Ok(self.table(db, t)?.meta().tags.clone()),
+        }
+    }
+
+    /// TagResource / UntagResource: `change` edits the resource's tags, which are
+    /// written back only if it succeeds.
+    pub fn change_tags(
+        &self,
+        resource: &Resource,
+        change: impl FnOnce(&mut Vec<Tag>) -> Result<()>,
+    ) -> Result<()> {
+        let mut st = self.write();
+        match resource {
+            Resource::Database(name) => {
+                let mut d = st
+                    .databases
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| Error::NotFound {
+                        kind: "database",
+                        name: name.clone(),
+                    })?;
+                change(&mut d.tags)?;
+                self.put_db(&d)?;
+                st.databases.insert(name.clone(), d);
+            }
+            Resource::Table(db, name) => {
+                let handle = st
+                    .tables
+                    .get(&(db.clone(), name.clone()))
+                    .cloned()
+                    .ok_or_else(|| missing(&st, db, name))?;
+                let _schema = handle
+                    .schema_lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut meta = (*handle.meta()).clone();
+                change(&mut meta.tags)?;
+                self.put_table(&handle, meta)?;
+            }
+        }
+        Ok(())
     }
 
     /// DeleteTable: the records go with it.

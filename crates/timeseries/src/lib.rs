@@ -41,6 +41,7 @@ pub mod schema;
 pub mod seal;
 pub mod series;
 pub mod store;
+pub mod tags;
 pub mod validate;
 pub mod write;
 
@@ -60,6 +61,7 @@ pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
 pub use seal::SealStats;
 pub use store::{EmbeddedStore, WideColumnStore};
+pub use tags::{Resource, Tag};
 pub use write::WriteOutcome;
 
 /// The Bigtable instance that holds the time-series tables of `almanac serve`.
@@ -97,8 +99,35 @@ impl<S: WideColumnStore> TimeSeries<S> {
 
     /// CreateDatabase.
     pub fn create_database(&self, name: &str, kms_key_id: Option<String>) -> Result<DatabaseInfo> {
+        self.create_database_tagged(name, kms_key_id, Vec::new())
+    }
+
+    /// CreateDatabase with `Tags`.
+    pub fn create_database_tagged(
+        &self,
+        name: &str,
+        kms_key_id: Option<String>,
+        tags: Vec<Tag>,
+    ) -> Result<DatabaseInfo> {
         self.catalog
-            .create_database(name, kms_key_id, self.now_ms())
+            .create_database(name, kms_key_id, tags, self.now_ms())
+    }
+
+    /// ListTagsForResource.
+    pub fn tags(&self, resource: &Resource) -> Result<Vec<Tag>> {
+        self.catalog.tags(resource)
+    }
+
+    /// TagResource.
+    pub fn tag_resource(&self, resource: &Resource, tags: Vec<Tag>) -> Result<()> {
+        self.catalog
+            .change_tags(resource, |current| tags::add(current, tags))
+    }
+
+    /// UntagResource.
+    pub fn untag_resource(&self, resource: &Resource, keys: &[String]) -> Result<()> {
+        self.catalog
+            .change_tags(resource, |current| tags::remove(current, keys))
     }
 
     /// DescribeDatabase.

@@ -358,4 +358,7 @@ pub struct DatabaseInfo {
     /// Tables in it (filled on read).
     #[serde(skip)]
     pub table_count: usize,
+    /// Tags ([`crate::tags`]).
+    #[serde(default)]
+    pub tags: Vec<crate::tags::Tag>,
 }

@@ -430,3 +430,41 @@ fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
     );
     Ok(())
 }
+
+#[test]
+fn tags_survive_a_reopen() -> Result {
+    use almanac_timeseries::{Resource, Tag};
+    let tag = |k: &str, v: &str| Tag {
+        key: k.into(),
+        value: v.into(),
+    };
+    let f = fixture("tags")?;
+    f.ts.create_database_tagged("db1", None, vec![tag("team", "a")])?;
+    f.ts.create_table(
+        "db1",
+        "tagged",
+        NewTable {
+            tags: vec![tag("env", "prod")],
+            ..NewTable::default()
+        },
+    )?;
+    let table = Resource::Table("db1".into(), "tagged".into());
+    f.ts.tag_resource(&table, vec![tag("env", "dev"), tag("owner", "me")])?;
+    f.ts.untag_resource(&table, &["owner".into()])?;
+    let refused = f.ts.tag_resource(&table, vec![tag("aws:x", "1")]);
+    assert!(refused.is_err(), "{refused:?}");
+    let missing = f.ts.tags(&Resource::Table("db1".into(), "nope".into()));
+    assert!(
+        matches!(missing, Err(Error::NotFound { .. })),
+        "{missing:?}"
+    );
+    let path = f._dir.0.clone();
+    drop(f.ts);
+    let ts = open_at(&path, f.clock.clone())?;
+    assert_eq!(ts.tags(&table)?, vec![tag("env", "dev")]);
+    assert_eq!(
+        ts.tags(&Resource::Database("db1".into()))?,
+        vec![tag("team", "a")]
+    );
+    Ok(())
+}

@@ -341,6 +341,9 @@ fn dispatch_write(
         "UpdateTable" => w::update_table(app, cx, &req),
         "DeleteTable" => w::delete_table(app, &req),
         "WriteRecords" => w::write_records(app, req, slot),
+        "ListTagsForResource" => w::list_tags_for_resource(app, &req),
+        "TagResource" => w::tag_resource(app, &req),
+        "UntagResource" => w::untag_resource(app, &req),
         _ => return Err(OpError::NotImplemented(op.to_string())),
     };
     Ok(out?)

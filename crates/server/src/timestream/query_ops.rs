@@ -63,9 +63,9 @@ pub enum QueryOp {
     NotImplemented(&'static str),
 }
 
-/// Operations of `timestream-query` (and tagging, shared with `timestream-write`)
-/// that answer "not implemented".
-const NOT_IMPLEMENTED: [&str; 12] = [
+/// Operations of `timestream-query` that answer "not implemented" (tagging, which
+/// both services have, is served by the write side: databases and tables).
+const NOT_IMPLEMENTED: [&str; 9] = [
     "CreateScheduledQuery",
     "DeleteScheduledQuery",
     "DescribeScheduledQuery",
@@ -75,9 +75,6 @@ const NOT_IMPLEMENTED: [&str; 12] = [
     "PrepareQuery",
     "DescribeAccountSettings",
     "UpdateAccountSettings",
-    "ListTagsForResource",
-    "TagResource",
-    "UntagResource",
 ];
 
 impl QueryOp {

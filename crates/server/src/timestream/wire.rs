@@ -3,7 +3,7 @@
 //! optional members are omitted; times are epoch seconds as JSON numbers.
 
 use almanac_timeseries::{
-    DatabaseInfo, Dimension, MagneticWrites, MeasureValue, Record, Retention, TableMeta,
+    DatabaseInfo, Dimension, MagneticWrites, MeasureValue, Record, Retention, TableMeta, Tag,
 };
 use std::borrow::Cow;
 
@@ -180,6 +180,27 @@ pub struct TagIn {
     pub value: String,
 }
 
+impl From<&TagIn> for Tag {
+    fn from(t: &TagIn) -> Self {
+        Self {
+            key: t.key.clone(),
+            value: t.value.clone(),
+        }
+    }
+}
+
+/// A request's `Tags`.
+pub fn tags_of(tags: &[TagIn]) -> Vec<Tag> {
+    tags.iter().map(Tag::from).collect()
+}
+
+/// `Tags` of ListTagsForResource.
+pub fn tags_out(tags: &[Tag]) -> Json {
+    tags.iter()
+        .map(|t| json!({ "Key": t.key, "Value": t.value }))
+        .collect()
+}
+
 /// The members of every request, all optional; each operation checks what it needs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
@@ -198,6 +219,11 @@ pub struct Request<'a> {
     pub schema: Option<Json>,
     /// Tags.
     pub tags: Vec<TagIn>,
+    /// TagResource, UntagResource, ListTagsForResource: the resource.
+    #[serde(rename = "ResourceARN")]
+    pub resource_arn: Option<String>,
+    /// UntagResource: the keys to remove.
+    pub tag_keys: Vec<String>,
     /// Pagination.
     pub next_token: Option<String>,
     /// Page size.

@@ -3,7 +3,7 @@
 
 use almanac_timeseries::layout::Layout;
 use almanac_timeseries::limits::MAX_LIST_RESULTS;
-use almanac_timeseries::{Error, NewTable, Record, Result, TableSchema};
+use almanac_timeseries::{Error, NewTable, Record, Resource, Result, TableSchema};
 use serde_json::{Value as Json, json};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -11,7 +11,7 @@ use super::wire::{self, Request};
 use super::{App, RequestContext};
 
 /// The operations of `timestream-write` served here.
-pub const OPERATIONS: [&str; 12] = [
+pub const OPERATIONS: [&str; 15] = [
     "DescribeEndpoints",
     "CreateDatabase",
     "DescribeDatabase",
@@ -24,6 +24,9 @@ pub const OPERATIONS: [&str; 12] = [
     "UpdateTable",
     "DeleteTable",
     "WriteRecords",
+    "ListTagsForResource",
+    "TagResource",
+    "UntagResource",
 ];
 
 fn required<'a>(v: &'a Option<String>, member: &str) -> Result<&'a str> {
@@ -50,7 +53,9 @@ pub fn describe_endpoints(app: &App) -> Json {
 /// `CreateDatabase`.
 pub fn create_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
-    let d = app.ts.create_database(name, req.kms_key_id.clone())?;
+    let d =
+        app.ts
+            .create_database_tagged(name, req.kms_key_id.clone(), wire::tags_of(&req.tags))?;
     Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
@@ -111,6 +116,7 @@ pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
             .as_ref()
             .map(TableSchema::from_json)
             .transpose()?,
+        tags: wire::tags_of(&req.tags),
     };
     let t = app.ts.create_table(db, name, new)?;
     Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
@@ -168,6 +174,30 @@ pub fn update_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
             .transpose()?,
     )?;
     Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
+}
+
+/// The resource of a tagging request.
+fn resource(req: &Request<'_>) -> Result<Resource> {
+    Resource::from_arn(required(&req.resource_arn, "ResourceARN")?)
+}
+
+/// `ListTagsForResource`.
+pub fn list_tags_for_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+    let tags = app.ts.tags(&resource(req)?)?;
+    Ok(json!({ "Tags": wire::tags_out(&tags) }))
+}
+
+/// `TagResource`.
+pub fn tag_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+    app.ts
+        .tag_resource(&resource(req)?, wire::tags_of(&req.tags))?;
+    Ok(json!({}))
+}
+
+/// `UntagResource`.
+pub fn untag_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+    app.ts.untag_resource(&resource(req)?, &req.tag_keys)?;
+    Ok(json!({}))
 }
 
 /// `DeleteTable`.
