@@ -328,6 +328,22 @@ impl<S: WideColumnStore> Catalog<S> {
         now_ms: i64,
     ) -> Result<DatabaseInfo> {
         let mut st = self.write();
+        let d = self.edit_database(&mut st, name, |d| {
+            d.kms_key_id = kms_key_id;
+            d.updated_ms = now_ms;
+            Ok(())
+        })?;
+        Ok(Self::with_count(&st, &d))
+    }
+
+    /// Changes a database's description (the caller holds the catalog's write lock):
+    /// `edit` changes a copy, kept only if it succeeds.
+    fn edit_database(
+        &self,
+        st: &mut State,
+        name: &str,
+        edit: impl FnOnce(&mut DatabaseInfo) -> Result<()>,
+    ) -> Result<DatabaseInfo> {
         let mut d = st
             .databases
             .get(name)
@@ -336,11 +352,10 @@ impl<S: WideColumnStore> Catalog<S> {
                 kind: "database",
                 name: name.into(),
             })?;
-        d.kms_key_id = kms_key_id;
-        d.updated_ms = now_ms;
+        edit(&mut d)?;
         self.put_db(&d)?;
         st.databases.insert(name.into(), d.clone());
-        Ok(Self::with_count(&st, &d))
+        Ok(d)
     }
 
     /// DeleteDatabase: only an empty one, as Timestream requires.
@@ -493,43 +508,58 @@ impl<S: WideColumnStore> Catalog<S> {
         now_ms: i64,
     ) -> Result<Arc<TableMeta>> {
         let st = self.write();
+        self.edit_table(&st, db, name, |meta| {
+            // Every check before the first change: a refused update changes nothing.
+            if let Some(next) = &partition_key {
+                meta.partition_key
+                    .clone()
+                    .unwrap_or_default()
+                    .check_update(next)?;
+            }
+            if let Some(r) = &retention {
+                validate_retention(r)?;
+            }
+            if partition_key.is_some() {
+                meta.partition_key = partition_key;
+            }
+            if let Some(r) = retention {
+                if r != meta.retention {
+                    let rule = retention_rule(&r);
+                    for family in meta.families() {
+                        self.store
+                            .set_gc_rule(&meta.store_table, family, rule.clone())?;
+                    }
+                }
+                meta.retention = r;
+            }
+            if let Some(m) = magnetic_writes {
+                meta.magnetic_writes = m;
+            }
+            meta.updated_ms = now_ms;
+            Ok(())
+        })
+    }
+
+    /// Changes a table's description under its schema lock (the caller holds the
+    /// catalog's write lock): `edit` changes a copy, kept only if it succeeds.
+    fn edit_table(
+        &self,
+        st: &State,
+        db: &str,
+        name: &str,
+        edit: impl FnOnce(&mut TableMeta) -> Result<()>,
+    ) -> Result<Arc<TableMeta>> {
         let handle = st
             .tables
             .get(&(db.to_string(), name.to_string()))
             .cloned()
-            .ok_or_else(|| missing(&st, db, name))?;
+            .ok_or_else(|| missing(st, db, name))?;
         let _schema = handle
             .schema_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut meta = (*handle.meta()).clone();
-        // Every check before the first change: a refused update changes nothing.
-        if let Some(next) = &partition_key {
-            meta.partition_key
-                .clone()
-                .unwrap_or_default()
-                .check_update(next)?;
-        }
-        if let Some(r) = &retention {
-            validate_retention(r)?;
-        }
-        if partition_key.is_some() {
-            meta.partition_key = partition_key;
-        }
-        if let Some(r) = retention {
-            if r != meta.retention {
-                let rule = retention_rule(&r);
-                for family in meta.families() {
-                    self.store
-                        .set_gc_rule(&meta.store_table, family, rule.clone())?;
-                }
-            }
-            meta.retention = r;
-        }
-        if let Some(m) = magnetic_writes {
-            meta.magnetic_writes = m;
-        }
-        meta.updated_ms = now_ms;
+        edit(&mut meta)?;
         self.put_table(&handle, meta)?;
         Ok(handle.meta())
     }
@@ -552,31 +582,10 @@ impl<S: WideColumnStore> Catalog<S> {
         let mut st = self.write();
         match resource {
             Resource::Database(name) => {
-                let mut d = st
-                    .databases
-                    .get(name)
-                    .cloned()
-                    .ok_or_else(|| Error::NotFound {
-                        kind: "database",
-                        name: name.clone(),
-                    })?;
-                change(&mut d.tags)?;
-                self.put_db(&d)?;
-                st.databases.insert(name.clone(), d);
+                self.edit_database(&mut st, name, |d| change(&mut d.tags))?;
             }
             Resource::Table(db, name) => {
-                let handle = st
-                    .tables
-                    .get(&(db.clone(), name.clone()))
-                    .cloned()
-                    .ok_or_else(|| missing(&st, db, name))?;
-                let _schema = handle
-                    .schema_lock
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let mut meta = (*handle.meta()).clone();
-                change(&mut meta.tags)?;
-                self.put_table(&handle, meta)?;
+                self.edit_table(&st, db, name, |meta| change(&mut meta.tags))?;
             }
         }
         Ok(())
