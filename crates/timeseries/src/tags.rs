@@ -30,8 +30,10 @@ pub const MAX_ARN_CHARS: usize = 1011;
 /// Key prefix reserved for AWS.
 const RESERVED_PREFIX: &str = "aws:";
 
-/// One tag.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One tag, in Timestream's wire shape (`{"Key": .., "Value": ..}`), which is also
+/// how the catalog keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
 pub struct Tag {
     /// Key.
     pub key: String,

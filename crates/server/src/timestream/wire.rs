@@ -170,37 +170,6 @@ impl From<MagneticIn> for MagneticWrites {
     }
 }
 
-/// `Tag`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "PascalCase", default)]
-pub struct TagIn {
-    /// Key.
-    pub key: String,
-    /// Value.
-    pub value: String,
-}
-
-impl From<&TagIn> for Tag {
-    fn from(t: &TagIn) -> Self {
-        Self {
-            key: t.key.clone(),
-            value: t.value.clone(),
-        }
-    }
-}
-
-/// A request's `Tags`.
-pub fn tags_of(tags: &[TagIn]) -> Vec<Tag> {
-    tags.iter().map(Tag::from).collect()
-}
-
-/// `Tags` of ListTagsForResource.
-pub fn tags_out(tags: &[Tag]) -> Json {
-    tags.iter()
-        .map(|t| json!({ "Key": t.key, "Value": t.value }))
-        .collect()
-}
-
 /// The members of every request, all optional; each operation checks what it needs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
@@ -218,7 +187,7 @@ pub struct Request<'a> {
     /// Schema (partition key).
     pub schema: Option<Json>,
     /// Tags.
-    pub tags: Vec<TagIn>,
+    pub tags: Vec<Tag>,
     /// TagResource, UntagResource, ListTagsForResource: the resource.
     #[serde(rename = "ResourceARN")]
     pub resource_arn: Option<String>,

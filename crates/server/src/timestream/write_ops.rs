@@ -53,9 +53,9 @@ pub fn describe_endpoints(app: &App) -> Json {
 /// `CreateDatabase`.
 pub fn create_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
-    let d =
-        app.ts
-            .create_database_tagged(name, req.kms_key_id.clone(), wire::tags_of(&req.tags))?;
+    let d = app
+        .ts
+        .create_database_tagged(name, req.kms_key_id.clone(), req.tags.clone())?;
     Ok(json!({ "Database": wire::database(&d, &cx.region) }))
 }
 
@@ -116,7 +116,7 @@ pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
             .as_ref()
             .map(TableSchema::from_json)
             .transpose()?,
-        tags: wire::tags_of(&req.tags),
+        tags: req.tags.clone(),
     };
     let t = app.ts.create_table(db, name, new)?;
     Ok(json!({ "Table": wire::table(&t, &cx.region, app.ts.store().instance()) }))
@@ -184,13 +184,12 @@ fn resource(req: &Request<'_>) -> Result<Resource> {
 /// `ListTagsForResource`.
 pub fn list_tags_for_resource(app: &App, req: &Request<'_>) -> Result<Json> {
     let tags = app.ts.tags(&resource(req)?)?;
-    Ok(json!({ "Tags": wire::tags_out(&tags) }))
+    Ok(json!({ "Tags": tags }))
 }
 
 /// `TagResource`.
 pub fn tag_resource(app: &App, req: &Request<'_>) -> Result<Json> {
-    app.ts
-        .tag_resource(&resource(req)?, wire::tags_of(&req.tags))?;
+    app.ts.tag_resource(&resource(req)?, req.tags.clone())?;
     Ok(json!({}))
 }
 
