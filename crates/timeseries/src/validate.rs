@@ -10,7 +10,9 @@ use crate::limits::{
     MAX_MEASURES_PER_RECORD, MAX_RESOURCE_NAME_LEN, MAX_VARCHAR_BYTES, MIN_RESOURCE_NAME_LEN,
     RESERVED_NAMES, RESERVED_PREFIXES,
 };
-use crate::model::{MeasureType, Measures, Record, TimeUnit, Value};
+use std::slice::Iter;
+
+use crate::model::{Dimension, MeasureType, MeasureValue, Measures, Record, TimeUnit, Value};
 
 /// A record that passed the per-record checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,37 +29,50 @@ pub struct Parsed {
     pub version: i64,
 }
 
-/// The record with `CommonAttributes` filled in: the record's own fields win, and the
-/// common dimensions come first. Without common attributes the record is borrowed as is.
-pub fn merge<'r, 'a>(common: Option<&'r Record<'a>>, rec: &'r Record<'a>) -> Cow<'r, Record<'a>> {
-    let Some(c) = common else {
-        return Cow::Borrowed(rec);
-    };
-    let mut out = rec.clone();
-    if !c.dimensions.is_empty() {
-        out.dimensions = c
-            .dimensions
-            .iter()
-            .chain(&rec.dimensions)
-            .cloned()
-            .collect();
+/// A record with `CommonAttributes` filled in, read through without copying either:
+/// the record's own fields win, and the common dimensions come first.
+#[derive(Debug, Clone, Copy)]
+pub struct Merged<'r, 'a> {
+    common: Option<&'r Record<'a>>,
+    rec: &'r Record<'a>,
+}
+
+impl<'r, 'a> Merged<'r, 'a> {
+    /// `rec` under `common`.
+    pub fn new(common: Option<&'r Record<'a>>, rec: &'r Record<'a>) -> Self {
+        Self { common, rec }
     }
-    out.measure_name = rec.measure_name.clone().or_else(|| c.measure_name.clone());
-    out.measure_value = rec
-        .measure_value
-        .clone()
-        .or_else(|| c.measure_value.clone());
-    out.measure_value_type = rec
-        .measure_value_type
-        .clone()
-        .or_else(|| c.measure_value_type.clone());
-    if rec.measure_values.is_empty() {
-        out.measure_values = c.measure_values.clone();
+
+    /// The common dimensions, then the record's.
+    fn dimensions(self) -> std::iter::Chain<Iter<'r, Dimension<'a>>, Iter<'r, Dimension<'a>>> {
+        let common: &'r [Dimension<'a>] = self.common.map_or(&[], |c| &c.dimensions);
+        common.iter().chain(&self.rec.dimensions)
     }
-    out.time = rec.time.clone().or_else(|| c.time.clone());
-    out.time_unit = rec.time_unit.clone().or_else(|| c.time_unit.clone());
-    out.version = rec.version.or(c.version);
-    Cow::Owned(out)
+
+    fn dimension_count(self) -> usize {
+        self.common.map_or(0, |c| c.dimensions.len()) + self.rec.dimensions.len()
+    }
+
+    /// A text field: the record's, else the common one.
+    fn text(self, field: fn(&'r Record<'a>) -> &'r Option<Cow<'a, str>>) -> Option<&'r str> {
+        field(self.rec)
+            .as_deref()
+            .or_else(|| self.common.and_then(|c| field(c).as_deref()))
+    }
+
+    /// The record's measure values, else the common ones.
+    fn measure_values(self) -> &'r [MeasureValue<'a>] {
+        match self.common {
+            Some(c) if self.rec.measure_values.is_empty() => &c.measure_values,
+            _ => &self.rec.measure_values,
+        }
+    }
+
+    fn version(self) -> Option<i64> {
+        self.rec
+            .version
+            .or_else(|| self.common.and_then(|c| c.version))
+    }
 }
 
 /// Checks a database or table name (3–256 characters of `[a-zA-Z0-9_.-]`).
@@ -138,9 +153,9 @@ pub fn parse_value(kind: MeasureType, text: &str, unit: TimeUnit) -> Result<Valu
     })
 }
 
-/// Checks one merged record; `Err` is the rejection reason.
-pub fn parse_record(rec: &Record) -> Result<Parsed, String> {
-    RecordChecker::default().check(rec)
+/// Checks one record under its common attributes; `Err` is the rejection reason.
+pub fn parse_record(common: Option<&Record>, rec: &Record) -> Result<Parsed, String> {
+    RecordChecker::default().check(Merged::new(common, rec))
 }
 
 /// Checks the records of one request. The records of a request nearly always name the
@@ -158,28 +173,32 @@ pub struct RecordChecker {
     attributes: Vec<String>,
 }
 
-fn same_names<'n>(names: impl ExactSizeIterator<Item = &'n str>, known: &[String]) -> bool {
-    names.len() == known.len() && names.zip(known).all(|(a, b)| a == b)
+/// Whether the `count` names are `known`, in order.
+fn same_names<'n>(count: usize, names: impl Iterator<Item = &'n str>, known: &[String]) -> bool {
+    count == known.len() && names.zip(known).all(|(a, b)| a == b)
 }
 
 impl RecordChecker {
     /// Checks one merged record; `Err` is the rejection reason.
-    pub fn check(&mut self, rec: &Record) -> Result<Parsed, String> {
-        let known_dims = same_names(rec.dimensions.iter().map(|d| &*d.name), &self.dimensions);
+    pub fn check(&mut self, rec: Merged<'_, '_>) -> Result<Parsed, String> {
+        let known_dims = same_names(
+            rec.dimension_count(),
+            rec.dimensions().map(|d| &*d.name),
+            &self.dimensions,
+        );
         let dimensions = check_dimensions(rec, known_dims)?;
         let measure_name = rec
-            .measure_name
-            .as_deref()
+            .text(|r| &r.measure_name)
             .ok_or("The record has no MeasureName.")?
             .to_string();
         if !(known_dims && measure_name == self.measure_name) {
             check_measure_name(&measure_name, &dimensions)?;
         }
-        let unit = match rec.time_unit.as_deref() {
+        let unit = match rec.text(|r| &r.time_unit) {
             None => TimeUnit::default(),
             Some(u) => TimeUnit::parse(u).ok_or_else(|| format!("Unknown TimeUnit '{u}'."))?,
         };
-        let time_text = rec.time.as_deref().ok_or("The record has no Time.")?;
+        let time_text = rec.text(|r| &r.time).ok_or("The record has no Time.")?;
         let time: i64 = time_text
             .trim()
             .parse()
@@ -188,18 +207,20 @@ impl RecordChecker {
             .checked_mul(unit.ns())
             .filter(|t| *t >= 0)
             .ok_or_else(|| format!("Time '{time_text}' is out of range."))?;
-        let type_name = rec.measure_value_type.as_deref().unwrap_or("DOUBLE");
+        let type_name = rec.text(|r| &r.measure_value_type).unwrap_or("DOUBLE");
         let kind = MeasureType::parse(type_name)
             .ok_or_else(|| format!("Unknown MeasureValueType '{type_name}'."))?;
+        let values = rec.measure_values();
         let known_attributes = same_names(
-            rec.measure_values.iter().map(|m| &*m.name),
+            values.len(),
+            values.iter().map(|m| &*m.name),
             &self.attributes,
         );
         let measures = if kind == MeasureType::Multi {
             let known = known_dims && known_attributes;
             Measures::Multi(check_attributes(rec, &dimensions, unit, known)?)
         } else {
-            if !rec.measure_values.is_empty() {
+            if !values.is_empty() {
                 return Err(format!(
                     "A {type_name} record carries MeasureValue, not MeasureValues."
                 ));
@@ -208,8 +229,7 @@ impl RecordChecker {
                 return Err("TIMESTAMP values are only allowed inside MULTI records.".into());
             }
             let text = rec
-                .measure_value
-                .as_deref()
+                .text(|r| &r.measure_value)
                 .ok_or("The record has no MeasureValue.")?;
             Measures::Single(parse_value(kind, text, unit)?)
         };
@@ -225,7 +245,7 @@ impl RecordChecker {
             measure_name,
             measures,
             time_ns,
-            version: rec.version.unwrap_or(1),
+            version: rec.version().unwrap_or(1),
         })
     }
 
@@ -255,9 +275,12 @@ impl RecordChecker {
 }
 
 /// A record's dimensions; with `known_names` only their values are checked.
-fn check_dimensions(rec: &Record, known_names: bool) -> Result<Vec<(String, String)>, String> {
-    let mut dimensions: Vec<(String, String)> = Vec::with_capacity(rec.dimensions.len());
-    for d in &rec.dimensions {
+fn check_dimensions(
+    rec: Merged<'_, '_>,
+    known_names: bool,
+) -> Result<Vec<(String, String)>, String> {
+    let mut dimensions: Vec<(String, String)> = Vec::with_capacity(rec.dimension_count());
+    for d in rec.dimensions() {
         if !known_names {
             reserved("Dimension name", &d.name)?;
             if d.name.len() > MAX_DIMENSION_NAME_BYTES {
@@ -305,25 +328,26 @@ fn check_measure_name(measure_name: &str, dimensions: &[(String, String)]) -> Re
 /// The values of a MULTI record; with `known_names` (same names as the last record
 /// that passed, and the same dimensions) only their types and values are checked.
 fn check_attributes(
-    rec: &Record,
+    rec: Merged<'_, '_>,
     dimensions: &[(String, String)],
     unit: TimeUnit,
     known_names: bool,
 ) -> Result<Vec<(String, Value)>, String> {
-    if rec.measure_value.is_some() {
+    if rec.text(|r| &r.measure_value).is_some() {
         return Err("A MULTI record carries MeasureValues, not MeasureValue.".into());
     }
-    if rec.measure_values.is_empty() {
+    let given = rec.measure_values();
+    if given.is_empty() {
         return Err("A MULTI record needs at least one MeasureValue.".into());
     }
-    if rec.measure_values.len() > MAX_MEASURES_PER_RECORD {
+    if given.len() > MAX_MEASURES_PER_RECORD {
         return Err(format!(
             "The record has {} measure values; the limit is {MAX_MEASURES_PER_RECORD}.",
-            rec.measure_values.len()
+            given.len()
         ));
     }
-    let mut values: Vec<(String, Value)> = Vec::with_capacity(rec.measure_values.len());
-    for mv in &rec.measure_values {
+    let mut values: Vec<(String, Value)> = Vec::with_capacity(given.len());
+    for mv in given {
         if !known_names {
             reserved("Measure", &mv.name)?;
             if values.iter().any(|(n, _)| *n == mv.name) {
@@ -344,7 +368,6 @@ fn check_attributes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Dimension, MeasureValue};
 
     fn rec() -> Record<'static> {
         Record {
@@ -362,7 +385,7 @@ mod tests {
 
     #[test]
     fn a_good_record_parses() -> Result<(), String> {
-        let p = parse_record(&rec())?;
+        let p = parse_record(None, &rec())?;
         assert_eq!(p.time_ns, 1_700_000_000_000_000_000);
         assert_eq!(p.version, 1);
         assert_eq!(p.measures, Measures::Single(Value::Double(1.5)));
@@ -428,7 +451,7 @@ mod tests {
         for (edit, want) in cases {
             let mut r = rec();
             edit(&mut r);
-            let err = parse_record(&r).err().unwrap_or_default();
+            let err = parse_record(None, &r).err().unwrap_or_default();
             assert!(err.contains(want), "{r:?}: {err:?} lacks {want:?}");
         }
     }
@@ -467,7 +490,7 @@ mod tests {
             version: Some(3),
             ..Record::default()
         };
-        let p = parse_record(&merge(Some(&common), &r))?;
+        let p = parse_record(Some(&common), &r)?;
         assert_eq!(p.dimensions, vec![("region".to_string(), "eu".to_string())]);
         assert_eq!(p.time_ns, 1_700_000_000 * 1_000_000_000);
         assert_eq!(p.version, 3);
@@ -556,8 +579,8 @@ mod tests {
                     edit(&mut r);
                 }
             }
-            let want = parse_record(&r);
-            assert_eq!(checker.check(&r), want, "{r:?}");
+            let want = parse_record(None, &r);
+            assert_eq!(checker.check(Merged::new(None, &r)), want, "{r:?}");
             if want.is_ok() {
                 passed += 1;
             } else {

@@ -36,7 +36,7 @@ use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
 use crate::seal::{block_mutations, block_row, has_block, may_be_sealed};
 use crate::store::WideColumnStore;
-use crate::validate::{Parsed, RecordChecker, merge};
+use crate::validate::{Merged, Parsed, RecordChecker};
 
 /// What happened to one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -163,7 +163,7 @@ pub fn write_records<S: WideColumnStore>(
     let mut checker = RecordChecker::default();
     let key = meta.partition_key.as_ref();
     for (i, rec) in records.iter().enumerate() {
-        match checker.check(&merge(common, rec)).and_then(|p| {
+        match checker.check(Merged::new(common, rec)).and_then(|p| {
             let names = p.dimensions.iter().map(|(n, _)| n.as_str());
             if let Some(why) = key.and_then(|k| k.missing_key(names)) {
                 return Err(why);
@@ -265,9 +265,7 @@ pub fn write_records<S: WideColumnStore>(
     for (pl, slot) in slots {
         let Some(cur) = &slot.current else { continue };
         let series = &pl.row[..pl.series_len];
-        let block_key = meta
-            .layout
-            .seal
+        let block_key = (meta.layout.seal && !blocks.is_empty())
             .then(|| block_row(&meta.layout, series, cur.time_ns))
             .filter(|k| blocks.contains_key(k));
         let key = block_key.clone().unwrap_or(pl.row);

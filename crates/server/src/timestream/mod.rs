@@ -318,16 +318,17 @@ fn dispatch_write(
     body: &[u8],
     slot: OwnedSemaphorePermit,
 ) -> Result<Json, OpError> {
+    let malformed = |e: String| OpError::Request(format!("Malformed request body: {e}"));
+    use write_ops as w;
+    if op == "WriteRecords" {
+        let req = records_json::parse_write_records(body).map_err(malformed)?;
+        return Ok(w::write_records(app, req, slot)?);
+    }
     let req: wire::Request = if body.is_empty() {
         wire::Request::default()
-    } else if op == "WriteRecords" {
-        records_json::parse_write_records(body)
-            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
     } else {
-        serde_json::from_slice(body)
-            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
+        serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?
     };
-    use write_ops as w;
     let out = match op {
         "DescribeEndpoints" => Ok(w::describe_endpoints(app)),
         "CreateDatabase" => w::create_database(app, cx, &req),
@@ -340,7 +341,6 @@ fn dispatch_write(
         "ListTables" => w::list_tables(app, cx, &req),
         "UpdateTable" => w::update_table(app, cx, &req),
         "DeleteTable" => w::delete_table(app, &req),
-        "WriteRecords" => w::write_records(app, req, slot),
         "ListTagsForResource" => w::list_tags_for_resource(app, &req),
         "TagResource" => w::tag_resource(app, &req),
         "UntagResource" => w::untag_resource(app, &req),

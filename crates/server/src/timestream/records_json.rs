@@ -1,10 +1,12 @@
-//! The body of a WriteRecords request, parsed by hand into the same [`Request`] the
-//! serde derive in [`super::wire`] gives.
+//! The body of a WriteRecords request, parsed by hand straight into the model's
+//! [`Record`]s.
 //!
-//! Why: WriteRecords is the hot path of ingest, and the derive spent about a quarter
-//! of a request's server CPU (matching member names through serde's visitor machinery,
-//! validating UTF-8 string by string). Here the body is validated as UTF-8 once,
-//! every string without escapes is borrowed from it, and members are matched directly.
+//! Why: WriteRecords is the hot path of ingest, and serde's derive spent about a
+//! quarter of a request's server CPU (matching member names through serde's visitor
+//! machinery, validating UTF-8 string by string). Here the body is validated as UTF-8
+//! once, every string without escapes is borrowed from it, members are matched
+//! directly, and each record's two lists are gathered in reused scratch lists and
+//! copied out once at their exact length.
 //!
 //! One body, step by step:
 //! 1. Check the body is UTF-8 (so any slice between ASCII delimiters is a `&str`).
@@ -16,27 +18,49 @@
 //!    repeated member is an error, `null` is an absent optional member.
 //! 4. Nothing but whitespace may follow the object.
 //!
-//! The differential fuzz in the tests holds this to serde_json's answer on random
-//! and mutated bodies: the same records, or an error for both. One difference is
-//! deliberate: serde's derive also reads a struct from an array of its fields in
-//! order (`"CommonAttributes": []`); this parser wants an object there, as the
-//! service's JSON protocol does. And a body that is not UTF-8 is refused even where
-//! the bad bytes sit in a member serde_json would skip unread.
+//! The differential fuzz in the tests holds this to serde_json's derive of the
+//! botocore shapes (kept there as the oracle) on random and mutated bodies: the same
+//! records, or an error for both. One difference is deliberate: serde's derive also
+//! reads a struct from an array of its fields in order (`"CommonAttributes": []`);
+//! this parser wants an object there, as the service's JSON protocol does. And a body
+//! that is not UTF-8 is refused even where the bad bytes sit in a member serde_json
+//! would skip unread.
 
 use std::borrow::Cow;
 
-use super::wire::{DimensionIn, MeasureValueIn, RecordIn, Request, Text};
+use almanac_timeseries::{Dimension, MeasureValue, Record};
 
 /// Nesting depth of skipped values accepted (serde_json's recursion limit).
 const MAX_DEPTH: usize = 128;
 
 type Result<T> = std::result::Result<T, String>;
 
-/// Parses a WriteRecords body (non-empty).
-pub fn parse_write_records(body: &[u8]) -> Result<Request<'_>> {
+/// A WriteRecords request.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct WriteRequest<'a> {
+    /// `DatabaseName`.
+    pub database_name: Option<String>,
+    /// `TableName`.
+    pub table_name: Option<String>,
+    /// `CommonAttributes`.
+    pub common_attributes: Option<Record<'a>>,
+    /// `Records`.
+    pub records: Vec<Record<'a>>,
+}
+
+/// Parses a WriteRecords body (an empty body is an empty request).
+pub fn parse_write_records(body: &[u8]) -> Result<WriteRequest<'_>> {
+    let mut req = WriteRequest::default();
+    if body.is_empty() {
+        return Ok(req);
+    }
     let text = std::str::from_utf8(body).map_err(|e| format!("the body is not UTF-8: {e}"))?;
-    let mut p = Parser { text, pos: 0 };
-    let mut req = Request::default();
+    let mut p = Parser {
+        text,
+        pos: 0,
+        dimensions: Vec::new(),
+        measure_values: Vec::new(),
+    };
     let mut seen = Seen::default();
     p.object(|p, key| {
         match &*key {
@@ -98,6 +122,10 @@ impl Seen {
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// Scratch for the dimensions of the record being read.
+    dimensions: Vec<Dimension<'a>>,
+    /// Scratch for its measure values.
+    measure_values: Vec<MeasureValue<'a>>,
 }
 
 impl<'a> Parser<'a> {
@@ -182,12 +210,22 @@ impl<'a> Parser<'a> {
     }
 
     /// `[ value, … ]`, each read by `elem`.
-    fn array<T>(&mut self, mut elem: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
-        self.expect(b'[')?;
+    fn array<T>(&mut self, elem: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
         let mut out = Vec::new();
+        self.array_into(&mut out, elem)?;
+        Ok(out)
+    }
+
+    /// `[ value, … ]`, each read by `elem` and pushed onto `out`.
+    fn array_into<T>(
+        &mut self,
+        out: &mut Vec<T>,
+        mut elem: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<()> {
+        self.expect(b'[')?;
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(out);
+            return Ok(());
         }
         loop {
             out.push(elem(self)?);
@@ -195,11 +233,26 @@ impl<'a> Parser<'a> {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(());
                 }
                 _ => return Err(self.err("expected `,` or `]`")),
             }
         }
+    }
+
+    /// A list read into the scratch list `scratch` picks out of the parser, returned
+    /// at its exact length (the scratch keeps its capacity for the next record).
+    fn list<T>(
+        &mut self,
+        scratch: fn(&mut Self) -> &mut Vec<T>,
+        elem: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut items = std::mem::take(scratch(self));
+        items.clear();
+        let read = self.array_into(&mut items, elem);
+        let out = items.drain(..).collect();
+        *scratch(self) = items;
+        read.map(|()| out)
     }
 
     /// A string, borrowed when it has no escapes.
@@ -423,47 +476,43 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn text(&mut self) -> Result<Text<'a>> {
-        self.string().map(Text)
-    }
-
-    fn optional_text(&mut self) -> Result<Option<Text<'a>>> {
-        self.optional(Self::text)
+    fn optional_string(&mut self) -> Result<Option<Cow<'a, str>>> {
+        self.optional(Self::string)
     }
 
     /// `Record` (or `CommonAttributes`).
-    fn record(&mut self) -> Result<RecordIn<'a>> {
-        let mut r = RecordIn::default();
+    fn record(&mut self) -> Result<Record<'a>> {
+        let mut r = Record::default();
         let mut seen = Seen::default();
         self.object(|p, key| {
             match &*key {
                 "Dimensions" => {
                     seen.once(&key, 0)?;
-                    r.dimensions = p.array(Self::dimension)?;
+                    r.dimensions = p.list(|p| &mut p.dimensions, Self::dimension)?;
                 }
                 "MeasureName" => {
                     seen.once(&key, 1)?;
-                    r.measure_name = p.optional_text()?;
+                    r.measure_name = p.optional_string()?;
                 }
                 "MeasureValue" => {
                     seen.once(&key, 2)?;
-                    r.measure_value = p.optional_text()?;
+                    r.measure_value = p.optional_string()?;
                 }
                 "MeasureValueType" => {
                     seen.once(&key, 3)?;
-                    r.measure_value_type = p.optional_text()?;
+                    r.measure_value_type = p.optional_string()?;
                 }
                 "MeasureValues" => {
                     seen.once(&key, 4)?;
-                    r.measure_values = p.array(Self::measure_value)?;
+                    r.measure_values = p.list(|p| &mut p.measure_values, Self::measure_value)?;
                 }
                 "Time" => {
                     seen.once(&key, 5)?;
-                    r.time = p.optional_text()?;
+                    r.time = p.optional_string()?;
                 }
                 "TimeUnit" => {
                     seen.once(&key, 6)?;
-                    r.time_unit = p.optional_text()?;
+                    r.time_unit = p.optional_string()?;
                 }
                 "Version" => {
                     seen.once(&key, 7)?;
@@ -476,23 +525,23 @@ impl<'a> Parser<'a> {
         Ok(r)
     }
 
-    /// `Dimension`.
-    fn dimension(&mut self) -> Result<DimensionIn<'a>> {
-        let mut d = DimensionIn::default();
+    /// `Dimension` (its `DimensionValueType`, always VARCHAR, is checked and dropped).
+    fn dimension(&mut self) -> Result<Dimension<'a>> {
+        let mut d = Dimension::default();
         let mut seen = Seen::default();
         self.object(|p, key| {
             match &*key {
                 "Name" => {
                     seen.once(&key, 0)?;
-                    d.name = p.text()?;
+                    d.name = p.string()?;
                 }
                 "Value" => {
                     seen.once(&key, 1)?;
-                    d.value = p.text()?;
+                    d.value = p.string()?;
                 }
                 "DimensionValueType" => {
                     seen.once(&key, 2)?;
-                    d.dimension_value_type = p.optional_text()?;
+                    p.optional_string()?;
                 }
                 _ => p.skip_value(0)?,
             }
@@ -502,22 +551,22 @@ impl<'a> Parser<'a> {
     }
 
     /// `MeasureValue`.
-    fn measure_value(&mut self) -> Result<MeasureValueIn<'a>> {
-        let mut m = MeasureValueIn::default();
+    fn measure_value(&mut self) -> Result<MeasureValue<'a>> {
+        let mut m = MeasureValue::default();
         let mut seen = Seen::default();
         self.object(|p, key| {
             match &*key {
                 "Name" => {
                     seen.once(&key, 0)?;
-                    m.name = p.text()?;
+                    m.name = p.string()?;
                 }
                 "Value" => {
                     seen.once(&key, 1)?;
-                    m.value = p.text()?;
+                    m.value = p.string()?;
                 }
                 "Type" => {
                     seen.once(&key, 2)?;
-                    m.kind = p.text()?;
+                    m.kind = p.string()?;
                 }
                 _ => p.skip_value(0)?,
             }
@@ -527,5 +576,7 @@ impl<'a> Parser<'a> {
     }
 }
 
+#[cfg(test)]
+mod oracle;
 #[cfg(test)]
 mod tests;

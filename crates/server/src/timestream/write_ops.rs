@@ -3,10 +3,11 @@
 
 use almanac_timeseries::layout::Layout;
 use almanac_timeseries::limits::MAX_LIST_RESULTS;
-use almanac_timeseries::{Error, NewTable, Record, Resource, Result, TableSchema};
+use almanac_timeseries::{Error, NewTable, Resource, Result, TableSchema};
 use serde_json::{Value as Json, json};
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::records_json::WriteRequest;
 use super::wire::{self, Request};
 use super::{App, RequestContext};
 
@@ -35,7 +36,7 @@ fn required<'a>(v: &'a Option<String>, member: &str) -> Result<&'a str> {
 }
 
 /// MaxResults of a List call: 1..=20, default 20.
-fn page_size(req: &Request<'_>) -> Result<usize> {
+fn page_size(req: &Request) -> Result<usize> {
     match req.max_results {
         None => Ok(MAX_LIST_RESULTS),
         Some(n) if (1..=MAX_LIST_RESULTS as i64).contains(&n) => Ok(n as usize),
@@ -51,7 +52,7 @@ pub fn describe_endpoints(app: &App) -> Json {
 }
 
 /// `CreateDatabase`.
-pub fn create_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn create_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let d = app
         .ts
@@ -60,7 +61,7 @@ pub fn create_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Res
 }
 
 /// `DescribeDatabase`.
-pub fn describe_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn describe_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let d = app
         .ts
         .describe_database(required(&req.database_name, "DatabaseName")?)?;
@@ -68,7 +69,7 @@ pub fn describe_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> R
 }
 
 /// `ListDatabases`: NextToken is the last name of the previous page.
-pub fn list_databases(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn list_databases(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let max = page_size(req)?;
     let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1);
     let more = page.len() > max;
@@ -83,7 +84,7 @@ pub fn list_databases(app: &App, cx: &RequestContext, req: &Request<'_>) -> Resu
 }
 
 /// `UpdateDatabase`.
-pub fn update_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn update_database(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let name = required(&req.database_name, "DatabaseName")?;
     let key = required(&req.kms_key_id, "KmsKeyId")?;
     let d = app.ts.update_database(name, key.to_string())?;
@@ -91,7 +92,7 @@ pub fn update_database(app: &App, cx: &RequestContext, req: &Request<'_>) -> Res
 }
 
 /// `DeleteDatabase`.
-pub fn delete_database(app: &App, req: &Request<'_>) -> Result<Json> {
+pub fn delete_database(app: &App, req: &Request) -> Result<Json> {
     app.ts
         .delete_database(required(&req.database_name, "DatabaseName")?)?;
     Ok(json!({}))
@@ -99,7 +100,7 @@ pub fn delete_database(app: &App, req: &Request<'_>) -> Result<Json> {
 
 /// `CreateTable`: tags `almanac:layout`, `almanac:bucket`, `almanac:reverse-time`
 /// choose the storage pattern.
-pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn create_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let layout = Layout::from_tags(req.tags.iter().map(|t| (t.key.as_str(), t.value.as_str())))?;
@@ -123,7 +124,7 @@ pub fn create_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
 }
 
 /// `DescribeTable`.
-pub fn describe_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn describe_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let t = app
         .ts
@@ -133,7 +134,7 @@ pub fn describe_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Resu
 
 /// `ListTables` of one database, or of all when DatabaseName is absent. NextToken is
 /// `database/table` of the previous page's last table.
-pub fn list_tables(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let max = page_size(req)?;
     let after = match req.next_token.as_deref() {
         None => None,
@@ -160,7 +161,7 @@ pub fn list_tables(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<
 }
 
 /// `UpdateTable`.
-pub fn update_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result<Json> {
+pub fn update_table(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let name = required(&req.table_name, "TableName")?;
     let t = app.ts.update_table(
@@ -177,30 +178,30 @@ pub fn update_table(app: &App, cx: &RequestContext, req: &Request<'_>) -> Result
 }
 
 /// The resource of a tagging request.
-fn resource(req: &Request<'_>) -> Result<Resource> {
+fn resource(req: &Request) -> Result<Resource> {
     Resource::from_arn(required(&req.resource_arn, "ResourceARN")?)
 }
 
 /// `ListTagsForResource`.
-pub fn list_tags_for_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+pub fn list_tags_for_resource(app: &App, req: &Request) -> Result<Json> {
     let tags = app.ts.tags(&resource(req)?)?;
     Ok(json!({ "Tags": tags }))
 }
 
 /// `TagResource`.
-pub fn tag_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+pub fn tag_resource(app: &App, req: &Request) -> Result<Json> {
     app.ts.tag_resource(&resource(req)?, req.tags.clone())?;
     Ok(json!({}))
 }
 
 /// `UntagResource`.
-pub fn untag_resource(app: &App, req: &Request<'_>) -> Result<Json> {
+pub fn untag_resource(app: &App, req: &Request) -> Result<Json> {
     app.ts.untag_resource(&resource(req)?, &req.tag_keys)?;
     Ok(json!({}))
 }
 
 /// `DeleteTable`.
-pub fn delete_table(app: &App, req: &Request<'_>) -> Result<Json> {
+pub fn delete_table(app: &App, req: &Request) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     app.ts
         .delete_table(db, required(&req.table_name, "TableName")?)?;
@@ -208,14 +209,12 @@ pub fn delete_table(app: &App, req: &Request<'_>) -> Result<Json> {
 }
 
 /// `WriteRecords`: gives its write slot back before it waits for the fsync.
-pub fn write_records(app: &App, req: Request<'_>, slot: OwnedSemaphorePermit) -> Result<Json> {
+pub fn write_records(app: &App, req: WriteRequest<'_>, slot: OwnedSemaphorePermit) -> Result<Json> {
     let db = required(&req.database_name, "DatabaseName")?;
     let table = required(&req.table_name, "TableName")?;
-    let common: Option<Record> = req.common_attributes.map(Into::into);
-    let records: Vec<Record> = req.records.into_iter().map(Into::into).collect();
-    let out = app
-        .ts
-        .write_records_unsynced(db, table, common.as_ref(), &records)?;
+    let out =
+        app.ts
+            .write_records_unsynced(db, table, req.common_attributes.as_ref(), &req.records)?;
     drop(slot);
     app.ts.sync()?;
     let got = out.into_result()?;

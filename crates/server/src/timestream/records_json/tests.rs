@@ -6,6 +6,7 @@
 
 use super::*;
 use almanac_timeseries::Record;
+use oracle::WriteRecordsIn;
 
 /// xorshift64: a seeded stream.
 struct Rng(u64);
@@ -25,26 +26,17 @@ impl Rng {
     }
 }
 
-/// What a parse gives, comparable: names and records, or that it failed.
-/// Names, common attributes and records of a parsed body.
-type Parsed<'a> = (
-    Option<String>,
-    Option<String>,
-    Option<Record<'a>>,
-    Vec<Record<'a>>,
-);
-
-fn outcome(r: std::result::Result<Request<'_>, String>) -> Option<Parsed<'_>> {
-    let req = r.ok()?;
-    Some((
-        req.database_name,
-        req.table_name,
-        req.common_attributes.map(Into::into),
-        req.records.into_iter().map(Into::into).collect(),
-    ))
+/// What a parse gives, comparable: the request, or that it failed.
+fn outcome(r: std::result::Result<WriteRequest<'_>, String>) -> Option<WriteRequest<'_>> {
+    r.ok()
 }
 
 fn check(body: &[u8]) {
+    if body.is_empty() {
+        // An empty body is an empty request (the operation then says what is missing).
+        assert_eq!(parse_write_records(body), Ok(WriteRequest::default()));
+        return;
+    }
     if std::str::from_utf8(body).is_err() {
         // The second deliberate difference: serde_json skips an ignored member's
         // bytes without checking them.
@@ -52,7 +44,11 @@ fn check(body: &[u8]) {
         return;
     }
     let ours = outcome(parse_write_records(body));
-    let theirs = outcome(serde_json::from_slice::<Request<'_>>(body).map_err(|e| e.to_string()));
+    let theirs = outcome(
+        serde_json::from_slice::<WriteRecordsIn<'_>>(body)
+            .map(Into::into)
+            .map_err(|e| e.to_string()),
+    );
     assert_eq!(
         ours,
         theirs,
@@ -281,9 +277,51 @@ fn a_plain_body_borrows_its_text() {
     let body = br#"{"DatabaseName":"db","TableName":"t","Records":[{"Dimensions":[{"Name":"host","Value":"h1"}],"MeasureName":"cpu","MeasureValue":"1.5","Time":"17"}]}"#;
     let req = parse_write_records(body).unwrap();
     assert_eq!(req.database_name.as_deref(), Some("db"));
-    let r: Record<'_> = req.records.into_iter().next().unwrap().into();
+    let r = &req.records[0];
     assert!(matches!(r.dimensions[0].value, Cow::Borrowed("h1")));
     assert!(matches!(r.time, Some(Cow::Borrowed("17"))));
+}
+
+#[test]
+fn escaped_text_is_unescaped_into_owned_strings() {
+    let body = br#"{"DatabaseName":"db","TableName":"t","Records":[
+        {"Dimensions":[{"Name":"host","Value":"h\"1\u00e4","DimensionValueType":"VARCHAR"}],
+         "MeasureName":"cpu","MeasureValue":"1.5","Time":"17","Version":3}]}"#;
+    let req = parse_write_records(body).unwrap();
+    let r = &req.records[0];
+    assert!(matches!(r.dimensions[0].name, Cow::Borrowed("host")));
+    assert_eq!(r.dimensions[0].value, "h\"1\u{e4}");
+    assert!(matches!(r.dimensions[0].value, Cow::Owned(_)));
+    assert_eq!(r.measure_name.as_deref(), Some("cpu"));
+    assert_eq!(r.version, Some(3));
+    let e = parse_write_records(br#"{"Records":[{"Time":17}]}"#).unwrap_err();
+    assert!(e.contains("expected `\"`"), "{e}");
+}
+
+#[test]
+fn records_keep_their_lists_apart() {
+    let body = br#"{"CommonAttributes":{"Dimensions":[{"Name":"region","Value":"eu"}]},"Records":[
+        {"Dimensions":[{"Name":"a","Value":"1"},{"Name":"b","Value":"2"}],"MeasureValues":[{"Name":"x","Value":"1","Type":"BIGINT"}]},
+        {"Dimensions":[],"MeasureValues":[{"Name":"y","Value":"2","Type":"BIGINT"},{"Name":"z","Value":"3","Type":"BIGINT"}]},
+        {"Dimensions":[{"Name":"c","Value":"3"}]}]}"#;
+    let req = parse_write_records(body).unwrap();
+    let names = |r: &Record<'_>| -> Vec<String> {
+        r.dimensions.iter().map(|d| d.name.to_string()).collect()
+    };
+    let attrs = |r: &Record<'_>| -> Vec<String> {
+        r.measure_values
+            .iter()
+            .map(|m| m.name.to_string())
+            .collect()
+    };
+    assert_eq!(names(req.common_attributes.as_ref().unwrap()), ["region"]);
+    assert_eq!(names(&req.records[0]), ["a", "b"]);
+    assert_eq!(attrs(&req.records[0]), ["x"]);
+    assert!(names(&req.records[1]).is_empty());
+    assert_eq!(attrs(&req.records[1]), ["y", "z"]);
+    assert_eq!(names(&req.records[2]), ["c"]);
+    assert!(attrs(&req.records[2]).is_empty());
+    assert_eq!(parse_write_records(b"").unwrap(), WriteRequest::default());
 }
 
 #[test]
