@@ -250,7 +250,8 @@ impl<'a> Parser<'a> {
         let mut items = std::mem::take(scratch(self));
         items.clear();
         let read = self.array_into(&mut items, elem);
-        let out = items.drain(..).collect();
+        let mut out = Vec::with_capacity(items.len());
+        out.extend(items.drain(..));
         *scratch(self) = items;
         read.map(|()| out)
     }
