@@ -251,7 +251,7 @@ impl<'a> Parser<'a> {
         items.clear();
         let read = self.array_into(&mut items, elem);
         let mut out = Vec::with_capacity(items.len());
-        out.extend(items.drain(..));
+        out.append(&mut items);
         *scratch(self) = items;
         read.map(|()| out)
     }
