@@ -3,6 +3,7 @@
 //! write path, which knows the table.
 
 use std::borrow::Cow;
+use std::slice::Iter;
 
 use crate::error::{Error, Result};
 use crate::limits::{
@@ -10,8 +11,6 @@ use crate::limits::{
     MAX_MEASURES_PER_RECORD, MAX_RESOURCE_NAME_LEN, MAX_VARCHAR_BYTES, MIN_RESOURCE_NAME_LEN,
     RESERVED_NAMES, RESERVED_PREFIXES,
 };
-use std::slice::Iter;
-
 use crate::model::{Dimension, MeasureType, MeasureValue, Measures, Record, TimeUnit, Value};
 
 /// A record that passed the per-record checks.
