@@ -6,7 +6,7 @@
 //! machinery, validating UTF-8 string by string). Here the body is validated as UTF-8
 //! once, every string without escapes is borrowed from it, members are matched
 //! directly, and each record's two lists are gathered in reused scratch lists and
-//! copied out once at their exact length.
+//! moved out once at their exact length.
 //!
 //! One body, step by step:
 //! 1. Check the body is UTF-8 (so any slice between ASCII delimiters is a `&str`).
@@ -240,8 +240,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A list read into the scratch list `scratch` picks out of the parser, returned
-    /// at its exact length (the scratch keeps its capacity for the next record).
+    /// `[ value, … ]` gathered in the parser's scratch list that `scratch` selects,
+    /// then moved into a list of exactly its length (the scratch keeps its capacity
+    /// for the next record).
     fn list<T>(
         &mut self,
         scratch: fn(&mut Self) -> &mut Vec<T>,
