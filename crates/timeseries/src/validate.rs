@@ -217,7 +217,7 @@ impl RecordChecker {
         );
         let measures = if kind == MeasureType::Multi {
             let known = known_dims && known_attributes;
-            Measures::Multi(check_attributes(rec, &dimensions, unit, known)?)
+            Measures::Multi(check_attributes(rec, values, &dimensions, unit, known)?)
         } else {
             if !values.is_empty() {
                 return Err(format!(
@@ -324,10 +324,12 @@ fn check_measure_name(measure_name: &str, dimensions: &[(String, String)]) -> Re
     Ok(())
 }
 
-/// The values of a MULTI record; with `known_names` (same names as the last record
-/// that passed, and the same dimensions) only their types and values are checked.
+/// The values of a MULTI record (`given`: its merged measure values); with
+/// `known_names` (same names as the last record that passed, and the same dimensions)
+/// only their types and values are checked.
 fn check_attributes(
     rec: Merged<'_, '_>,
+    given: &[MeasureValue<'_>],
     dimensions: &[(String, String)],
     unit: TimeUnit,
     known_names: bool,
@@ -335,7 +337,6 @@ fn check_attributes(
     if rec.text(|r| &r.measure_value).is_some() {
         return Err("A MULTI record carries MeasureValues, not MeasureValue.".into());
     }
-    let given = rec.measure_values();
     if given.is_empty() {
         return Err("A MULTI record needs at least one MeasureValue.".into());
     }
