@@ -7,9 +7,10 @@
 //! 2. Preload `--rows` rows of one `--value-bytes` cell with MutateRows batches of
 //!    `--batch-rows`, `--concurrency` requests in flight.
 //! 3. Timed phases of `--secs` seconds, `--concurrency` tasks each issuing one request
-//!    at a time: point reads (ReadRows of one random preloaded key), single-row
-//!    writes (MutateRow), batched writes (MutateRows of `--batch-rows` rows), then
-//!    full-table scans (one ReadRows stream at a time, repeated until the phase ends).
+//!    at a time: no-op calls (PingAndWarm, the floor any RPC costs), point reads
+//!    (ReadRows of one random preloaded key), single-row writes (MutateRow), batched
+//!    writes (MutateRows of `--batch-rows` rows), then full-table scans (one ReadRows
+//!    stream at a time, repeated until the phase ends).
 //! 4. Per phase print throughput (ops/s; rows/s for batches; MB/s for scans), p50
 //!    and p99 request latency from the sorted latencies, and, with `--server-pid`,
 //!    the server's CPU time (utime+stime from /proc/PID/stat) per operation.
@@ -424,6 +425,33 @@ async fn run_phases(
         &format!("preload (MutateRows x{batch})"),
         format!("{:.0} rows/s", per_sec(&load)),
         ("row", load.ops),
+    );
+
+    let instance = args.conn.instance_name();
+    let p = timed(
+        &clients,
+        args.concurrency,
+        secs,
+        pid,
+        move |mut client, _, _, _| {
+            let req = data::PingAndWarmRequest {
+                name: instance.clone(),
+                ..Default::default()
+            };
+            async move {
+                client
+                    .ping_and_warm(req)
+                    .await
+                    .map_err(|s| status_error("PingAndWarm", s))?;
+                Ok(1)
+            }
+        },
+    )
+    .await?;
+    p.print(
+        "no-op RPC floor (PingAndWarm)",
+        format!("{:.0} calls/s", per_sec(&p)),
+        ("call", p.ops),
     );
 
     let name = table_name.clone();

@@ -6,28 +6,25 @@ use std::sync::Arc;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
 use almanac_engine::schema::{Aggregate, FamilySpec, TableSpec, ValueType};
-use almanac_engine::{Durability, Engine, Options};
+use almanac_engine::{Durability, Options};
+
+mod common;
+
+use common::ScratchEngine;
 
 const I: &str = "projects/p/instances/c";
 const THREADS: usize = 8;
 const OPS: usize = 150;
 
-fn engine() -> Engine {
-    let dir = std::env::temp_dir().join(format!(
-        "almanac-conc-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    let e = Engine::open(
-        &dir,
+fn engine() -> ScratchEngine {
+    let e = ScratchEngine::open(
+        "conc",
         Options {
             durability: Durability::Buffer,
             sweep_interval: None,
             ..Options::default()
         },
-    )
-    .unwrap();
+    );
     let spec = TableSpec {
         families: vec![
             ("cf".into(), FamilySpec::default()),

@@ -11,24 +11,25 @@ use almanac_engine::schema::FamilyChange;
 use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableSpec};
 use almanac_engine::{Durability, Engine, Error, Options, ReadRequest, RowMutations, Warning};
 
+mod common;
+
+use common::ScratchEngine;
+
 const I: &str = "projects/p/instances/l";
 
-fn engine(name: &str) -> Engine {
+fn engine(name: &str) -> ScratchEngine {
     engine_with(name, Options::default())
 }
 
-fn engine_with(name: &str, options: Options) -> Engine {
-    let dir = std::env::temp_dir().join(format!("almanac-limits-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let e = Engine::open(
-        &dir,
+fn engine_with(name: &str, options: Options) -> ScratchEngine {
+    let e = ScratchEngine::open(
+        &format!("limits-{name}"),
         Options {
             durability: Durability::None,
             sweep_interval: None,
             ..options
         },
-    )
-    .unwrap();
+    );
     let spec = TableSpec {
         families: vec![("cf".into(), FamilySpec::default())],
         granularity: Granularity::Millis,
@@ -285,7 +286,7 @@ fn delete_from_column_time_range_is_checked() {
 }
 
 /// An engine whose warnings land in the returned list.
-fn warned_engine(name: &str) -> (Engine, Arc<Mutex<Vec<Warning>>>) {
+fn warned_engine(name: &str) -> (ScratchEngine, Arc<Mutex<Vec<Warning>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
     let options = Options {
@@ -419,14 +420,14 @@ fn row_cells(e: &Engine, key: &[u8]) -> Vec<(String, Vec<u8>, usize)> {
 fn row_size_limit_holds_for_the_stored_row() {
     use almanac_engine::clock::ManualClock;
     const HOUR: i64 = 3_600_000_000;
-    let dir = std::env::temp_dir().join(format!("almanac-limits-{}-rowsize", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = common::scratch("limits-rowsize");
+    let dir = scratch.path();
     let clock = Arc::new(ManualClock::new(1000 * HOUR));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let open = || {
         let sink = Arc::clone(&seen);
         Engine::open(
-            &dir,
+            dir,
             Options {
                 durability: Durability::None,
                 sweep_interval: None,
@@ -478,7 +479,7 @@ fn row_size_limit_holds_for_the_stored_row() {
     // background (writes measure their rows until it is done).
     drop(e);
     let e = Engine::open(
-        &dir,
+        dir,
         Options {
             durability: Durability::None,
             sweep_interval: Some(std::time::Duration::from_secs(3600)),
@@ -498,7 +499,7 @@ fn row_size_limit_holds_for_the_stored_row() {
     let e = loop {
         tries += 1;
         match Engine::open(
-            &dir,
+            dir,
             Options {
                 durability: Durability::None,
                 sweep_interval: None,
@@ -602,6 +603,4 @@ fn row_size_limit_holds_for_the_stored_row() {
     )
     .unwrap();
     assert_eq!(row_cells(&e, b"r").len(), 2);
-    drop(e);
-    let _ = std::fs::remove_dir_all(&dir);
 }

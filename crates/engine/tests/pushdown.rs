@@ -9,21 +9,22 @@ use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::{FamilySpec, Granularity, TableSpec};
 use almanac_engine::{Durability, Engine, Options, ReadRequest};
 
+mod common;
+
+use common::ScratchEngine;
+
 const I: &str = "projects/p/instances/push";
 const WIDE: usize = 100_000;
 
-fn engine() -> Engine {
-    let dir = std::env::temp_dir().join(format!("almanac-push-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let e = Engine::open(
-        &dir,
+fn engine() -> ScratchEngine {
+    let e = ScratchEngine::open(
+        "push",
         Options {
             durability: Durability::None,
             sweep_interval: None,
             ..Options::default()
         },
-    )
-    .unwrap();
+    );
     let spec = TableSpec {
         families: vec![
             ("a".into(), FamilySpec::default()),

@@ -8,6 +8,8 @@ use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, Read
 use almanac_engine::schema::{Aggregate, FamilyChange, FamilySpec, GcRule, TableSpec, ValueType};
 use almanac_engine::{DropRows, Durability, Engine, Options, ReadRequest};
 
+mod common;
+
 const I: &str = "projects/p/instances/i";
 
 fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Engine {
@@ -53,9 +55,10 @@ fn cells(e: &Engine, row: &str) -> Vec<(String, String, i64, String)> {
 
 #[test]
 fn write_read_delete_reopen() {
-    let dir = tempdir();
+    let scratch = common::scratch("smoke");
+    let dir = scratch.path();
     let clock = Arc::new(ManualClock::new(1_000_000_000));
-    let e = open(&dir, clock.clone());
+    let e = open(dir, clock.clone());
     let spec = TableSpec {
         families: vec![
             ("cf".into(), FamilySpec::default()),
@@ -140,7 +143,7 @@ fn write_read_delete_reopen() {
     assert_eq!(stats.collected, 1);
     assert_eq!(cells(&e, "r1"), before);
     drop(e);
-    let e = open(&dir, clock);
+    let e = open(dir, clock);
     assert_eq!(cells(&e, "r1"), before);
     assert_eq!(
         e.read_rows(I, "t", ReadRequest::default()).unwrap().count(),
@@ -165,19 +168,6 @@ fn write_read_delete_reopen() {
         0
     );
     assert!(e.sweep().unwrap().purged > 0);
-}
-
-fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "almanac-smoke-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn add(f: &str, ts: i64, v: i64) -> Mutation {
@@ -208,9 +198,10 @@ fn sums(e: &Engine) -> Vec<(i64, i64)> {
 #[test]
 fn add_to_cell_into_a_collected_cell_starts_from_zero() {
     const HOUR: i64 = 3_600_000_000;
-    let dir = tempdir();
+    let scratch = common::scratch("smoke");
+    let dir = scratch.path();
     let clock = Arc::new(ManualClock::new(100 * HOUR));
-    let e = open(&dir, clock.clone());
+    let e = open(dir, clock.clone());
     let family = |gc_rule| FamilySpec {
         gc_rule,
         value_type: ValueType::Aggregate(Aggregate::Sum),

@@ -80,8 +80,13 @@ impl Server {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Runs `almanac <command> --addr ADDR <args...>` (`ts` commands get `--url`,
-    /// `sql` gets `--endpoint`).
+    /// `sql` gets `--endpoint`, `bench` nothing).
     pub fn run(&self, command: &str, args: &[&str]) -> Output {
         self.command(command, args).output().expect("run almanac")
     }
@@ -106,10 +111,12 @@ impl Server {
     }
 
     fn command(&self, command: &str, args: &[&str]) -> Command {
-        let conn = match command {
-            "ts" => ["--url", self.ts_url.as_str()],
-            "sql" => ["--endpoint", self.ts_url.as_str()],
-            _ => ["--addr", self.addr.as_str()],
+        let conn: &[&str] = match command {
+            "ts" => &["--url", &self.ts_url],
+            "sql" => &["--endpoint", &self.ts_url],
+            // `bench` takes its target after the benchmark's name.
+            "bench" => &[],
+            _ => &["--addr", &self.addr],
         };
         let mut cmd = Command::new(BIN);
         cmd.arg(command)
