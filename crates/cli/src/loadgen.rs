@@ -297,6 +297,28 @@ where
     })
 }
 
+/// What every timed phase runs against: the clients, how many tasks, for how long,
+/// and the server whose CPU time is measured.
+struct Load<'a> {
+    clients: &'a [BigtableClient<Channel>],
+    tasks: usize,
+    secs: u64,
+    pid: Option<u32>,
+}
+
+/// Runs one timed phase of `op` (see [`timed`]) and prints its line: `unit`s per
+/// second and the server's CPU per `unit`.
+async fn rate_phase<F, Fut>(load: &Load<'_>, name: &str, unit: &str, op: F) -> anyhow::Result<()>
+where
+    F: Fn(BigtableClient<Channel>, u64, u64, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<u64>> + Send + 'static,
+{
+    let p = timed(load.clients, load.tasks, load.secs, load.pid, op).await?;
+    let rate = p.ops as f64 / p.wall.as_secs_f64();
+    p.print(name, format!("{rate:.0} {unit}s/s"), (unit, p.ops));
+    Ok(())
+}
+
 async fn create_table(conn: &Conn, channel: Channel, table: &str) -> anyhow::Result<()> {
     let mut table_proto = admin::Table::default();
     table_proto
@@ -427,12 +449,17 @@ async fn run_phases(
         ("row", load.ops),
     );
 
-    let instance = args.conn.instance_name();
-    let p = timed(
-        &clients,
-        args.concurrency,
+    let each = Load {
+        clients: &clients,
+        tasks: args.concurrency,
         secs,
         pid,
+    };
+    let instance = args.conn.instance_name();
+    rate_phase(
+        &each,
+        "no-op RPC floor (PingAndWarm)",
+        "call",
         move |mut client, _, _, _| {
             let req = data::PingAndWarmRequest {
                 name: instance.clone(),
@@ -448,18 +475,12 @@ async fn run_phases(
         },
     )
     .await?;
-    p.print(
-        "no-op RPC floor (PingAndWarm)",
-        format!("{:.0} calls/s", per_sec(&p)),
-        ("call", p.ops),
-    );
 
     let name = table_name.clone();
-    let p = timed(
-        &clients,
-        args.concurrency,
-        secs,
-        pid,
+    rate_phase(
+        &each,
+        "point reads (ReadRows)",
+        "read",
         move |client, _, _, r| {
             let req = data::ReadRowsRequest {
                 table_name: name.clone(),
@@ -478,18 +499,12 @@ async fn run_phases(
         },
     )
     .await?;
-    p.print(
-        "point reads (ReadRows)",
-        format!("{:.0} reads/s", per_sec(&p)),
-        ("read", p.ops),
-    );
 
     let (name, v) = (writes_name.clone(), value.clone());
-    let p = timed(
-        &clients,
-        args.concurrency,
-        secs,
-        pid,
+    rate_phase(
+        &each,
+        "single-row writes (MutateRow)",
+        "write",
         move |mut client, task, seq, _| {
             let req = data::MutateRowRequest {
                 table_name: name.clone(),
@@ -507,18 +522,12 @@ async fn run_phases(
         },
     )
     .await?;
-    p.print(
-        "single-row writes (MutateRow)",
-        format!("{:.0} writes/s", per_sec(&p)),
-        ("write", p.ops),
-    );
 
     let (name, v) = (writes_name.clone(), value.clone());
-    let p = timed(
-        &clients,
-        args.concurrency,
-        secs,
-        pid,
+    rate_phase(
+        &each,
+        &format!("batched writes (MutateRows x{batch})"),
+        "row",
         move |client, task, seq, _| {
             let (name, v) = (name.clone(), v.clone());
             async move {
@@ -529,11 +538,6 @@ async fn run_phases(
         },
     )
     .await?;
-    p.print(
-        &format!("batched writes (MutateRows x{batch})"),
-        format!("{:.0} rows/s", per_sec(&p)),
-        ("row", p.ops),
-    );
 
     // Scans run one at a time: the figure is one stream's throughput.
     let (scan_rows, name) = (
