@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use almanac_engine::Durability;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
 use almanac_engine::schema::{Aggregate, FamilySpec, TableSpec, ValueType};
-use almanac_engine::{Durability, Options};
 
 mod common;
 
@@ -17,14 +17,7 @@ const THREADS: usize = 8;
 const OPS: usize = 150;
 
 fn engine() -> ScratchEngine {
-    let e = ScratchEngine::open(
-        "conc",
-        Options {
-            durability: Durability::Buffer,
-            sweep_interval: None,
-            ..Options::default()
-        },
-    );
+    let e = ScratchEngine::quiet("conc", Durability::Buffer);
     let spec = TableSpec {
         families: vec![
             ("cf".into(), FamilySpec::default()),

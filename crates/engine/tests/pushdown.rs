@@ -7,7 +7,7 @@ use std::ops::Bound;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::{FamilySpec, Granularity, TableSpec};
-use almanac_engine::{Durability, Engine, Options, ReadRequest};
+use almanac_engine::{Durability, Engine, ReadRequest};
 
 mod common;
 
@@ -17,14 +17,7 @@ const I: &str = "projects/p/instances/push";
 const WIDE: usize = 100_000;
 
 fn engine() -> ScratchEngine {
-    let e = ScratchEngine::open(
-        "push",
-        Options {
-            durability: Durability::None,
-            sweep_interval: None,
-            ..Options::default()
-        },
-    );
+    let e = ScratchEngine::quiet("push", Durability::None);
     let spec = TableSpec {
         families: vec![
             ("a".into(), FamilySpec::default()),

@@ -4,11 +4,11 @@
 
 mod common;
 
+use almanac_engine::Durability;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::RowRange;
 use almanac_engine::sample::SAMPLE_PIECE_BYTES;
 use almanac_engine::schema::{FamilySpec, TableSpec};
-use almanac_engine::{Durability, Options};
 use common::ScratchEngine;
 
 const I: &str = "projects/p/instances/sample";
@@ -28,14 +28,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 
 #[test]
 fn offsets_count_large_and_small_values() {
-    let e = ScratchEngine::open(
-        "sample",
-        Options {
-            durability: Durability::None,
-            sweep_interval: None,
-            ..Options::default()
-        },
-    );
+    let e = ScratchEngine::quiet("sample", Durability::None);
     let spec = TableSpec {
         families: vec![("cf".into(), FamilySpec::default())],
         ..TableSpec::default()

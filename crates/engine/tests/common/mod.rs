@@ -7,7 +7,7 @@
 
 use std::ops::Deref;
 
-use almanac_engine::{Engine, Options};
+use almanac_engine::{Durability, Engine, Options};
 
 /// A fresh, empty directory under the system temp dir, removed on drop.
 pub fn scratch(tag: &str) -> tempfile::TempDir {
@@ -31,6 +31,19 @@ impl ScratchEngine {
         let engine = Engine::open(dir.path(), options)
             .unwrap_or_else(|e| panic!("opening an engine for {tag}: {e}"));
         Self { engine, _dir: dir }
+    }
+
+    /// Opens an engine under `durability` without the background GC sweep, so a test
+    /// sees only what it does itself.
+    pub fn quiet(tag: &str, durability: Durability) -> Self {
+        Self::open(
+            tag,
+            Options {
+                durability,
+                sweep_interval: None,
+                ..Options::default()
+            },
+        )
     }
 }
 
