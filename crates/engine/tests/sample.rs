@@ -5,6 +5,7 @@
 mod common;
 
 use almanac_engine::Durability;
+use almanac_engine::clock::Rng;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::RowRange;
 use almanac_engine::sample::SAMPLE_PIECE_BYTES;
@@ -15,14 +16,10 @@ const I: &str = "projects/p/instances/sample";
 
 /// Incompressible bytes, so the stored size is the written size.
 fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
+    let rng = Rng::new(seed);
+    (0..n.div_ceil(8))
+        .flat_map(|_| rng.next_u64().to_le_bytes())
+        .take(n)
         .collect()
 }
 
