@@ -27,6 +27,7 @@ fn without_huge_pages() {
 mod bench;
 mod cbt;
 mod http;
+mod ingest;
 mod loadgen;
 mod patterns;
 mod serve;
@@ -82,6 +83,8 @@ enum BenchCommand {
     Patterns(patterns::PatternArgs),
     /// The TSBS cpu-only write load over HTTP: Almanac's Timestream API or InfluxDB.
     Tsbs(tsbs::TsbsArgs),
+    /// The WriteRecords path in process on TSBS bodies, each stage timed.
+    Ingest(ingest::IngestArgs),
     /// The TSBS devops queries through SQL on an embedded TSBS cpu data set.
     Sql(sqlbench::SqlBenchArgs),
 }
@@ -105,6 +108,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Patterns(args)) => patterns::run(args),
         Command::Bench(BenchCommand::Grpc(args)) => loadgen::run(args),
         Command::Bench(BenchCommand::Tsbs(args)) => tsbs::run(args),
+        Command::Bench(BenchCommand::Ingest(args)) => ingest::run(args),
         Command::Bench(BenchCommand::Sql(args)) => sqlbench::run(args),
         Command::Sql(args) => match sql::run(args) {
             // A refused statement has printed its error already.

@@ -152,10 +152,19 @@ pub(crate) fn open_embedded(
     dir: &std::path::Path,
     instance: &str,
 ) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
+    open_embedded_with(dir, instance, Durability::Buffer)
+}
+
+/// [`open_embedded`] with the fsync policy `durability`.
+pub(crate) fn open_embedded_with(
+    dir: &std::path::Path,
+    instance: &str,
+    durability: Durability,
+) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
     let engine = Arc::new(Engine::open(
         dir,
         Options {
-            durability: Durability::Buffer,
+            durability,
             sweep_interval: None,
             ..Options::default()
         },

@@ -105,6 +105,33 @@ const ENDS_RUN: [bool; 256] = {
     t
 };
 
+/// The index of the first byte at or after `from` that ends a run of plain string
+/// characters ([`ENDS_RUN`]), eight bytes at a time: a word's bytes equal to `"` or
+/// `\\`, or below 0x20, set their high bit in `found` (the borrow of the subtraction
+/// can only mark bytes above the first real match, so the lowest mark is exact).
+fn run_end(bytes: &[u8], from: usize) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(LOW) & !x & HIGH;
+    let mut i = from;
+    while let Some(word) = bytes.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let v = u64::from_le_bytes(w);
+        let found = zero_byte(v ^ (LOW * u64::from(b'"')))
+            | zero_byte(v ^ (LOW * u64::from(b'\\')))
+            | (v.wrapping_sub(LOW * 0x20) & !v & HIGH);
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes[i.min(bytes.len())..]
+        .iter()
+        .position(|&b| ENDS_RUN[usize::from(b)])
+        .map(|n| i + n)
+}
+
 /// Members of one object already read (serde's derive refuses a repeated field).
 #[derive(Default)]
 struct Seen(u32);
@@ -262,15 +289,11 @@ impl<'a> Parser<'a> {
         self.expect(b'"')?;
         let start = self.pos;
         let bytes = self.bytes();
-        // One table lookup a byte up to the first quote, backslash or control character.
-        let Some(n) = bytes[start..]
-            .iter()
-            .position(|&b| ENDS_RUN[usize::from(b)])
-        else {
+        let Some(end) = run_end(bytes, start) else {
             self.pos = bytes.len();
             return Err(self.err("EOF while parsing a string"));
         };
-        self.pos = start + n;
+        self.pos = end;
         match bytes[self.pos] {
             b'"' => {
                 let s = &self.text[start..self.pos];
@@ -297,10 +320,7 @@ impl<'a> Parser<'a> {
                 }
                 Some(_) => {
                     // Copy up to the next quote, backslash or control character.
-                    let run = bytes[self.pos..]
-                        .iter()
-                        .position(|&b| ENDS_RUN[usize::from(b)])
-                        .map_or(bytes.len(), |n| self.pos + n);
+                    let run = run_end(bytes, self.pos).unwrap_or(bytes.len());
                     out.push_str(&self.text[self.pos..run]);
                     self.pos = run;
                 }
@@ -527,8 +547,39 @@ impl<'a> Parser<'a> {
         Ok(r)
     }
 
+    /// Consumes `text` if the body continues with exactly it.
+    fn skip_exactly(&mut self, text: &[u8]) -> bool {
+        let found = self.bytes()[self.pos..].starts_with(text);
+        if found {
+            self.pos += text.len();
+        }
+        found
+    }
+
+    /// The string members `names` of an object written exactly as the SDKs write it:
+    /// compact, in this order, nothing else. `None` (the position left anywhere) for
+    /// any other spelling, which the general path then reads.
+    fn compact_object<const N: usize>(&mut self, names: [&[u8]; N]) -> Option<[Cow<'a, str>; N]> {
+        let mut out: [Cow<'a, str>; N] = std::array::from_fn(|_| Cow::Borrowed(""));
+        for (i, (name, slot)) in names.iter().zip(&mut out).enumerate() {
+            if !(self.skip_exactly(if i == 0 { b"{" } else { b"," })
+                && self.skip_exactly(name)
+                && self.bytes().get(self.pos) == Some(&b'"'))
+            {
+                return None;
+            }
+            *slot = self.string().ok()?;
+        }
+        self.skip_exactly(b"}").then_some(out)
+    }
+
     /// `Dimension` (its `DimensionValueType`, always VARCHAR, is checked and dropped).
     fn dimension(&mut self) -> Result<Dimension<'a>> {
+        let start = self.pos;
+        if let Some([name, value]) = self.compact_object([b"\"Name\":", b"\"Value\":"]) {
+            return Ok(Dimension { name, value });
+        }
+        self.pos = start;
         let mut d = Dimension::default();
         let mut seen = Seen::default();
         self.object(|p, key| {
@@ -554,6 +605,13 @@ impl<'a> Parser<'a> {
 
     /// `MeasureValue`.
     fn measure_value(&mut self) -> Result<MeasureValue<'a>> {
+        let start = self.pos;
+        if let Some([name, value, kind]) =
+            self.compact_object([b"\"Name\":", b"\"Value\":", b"\"Type\":"])
+        {
+            return Ok(MeasureValue { name, value, kind });
+        }
+        self.pos = start;
         let mut m = MeasureValue::default();
         let mut seen = Seen::default();
         self.object(|p, key| {
