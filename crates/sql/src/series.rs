@@ -402,12 +402,9 @@ impl SeriesScan {
     fn append(&self, builders: &mut [Builder], p: &Point) {
         for (c, b) in self.columns.iter().zip(builders.iter_mut()) {
             match c {
-                Column::Dimension(d) => b.append_text(
-                    p.dimensions
-                        .iter()
-                        .find(|(n, _)| n == d)
-                        .map(|(_, v)| v.as_str()),
-                ),
+                Column::Dimension(d) => {
+                    b.append_text(p.dimensions.iter().find(|(n, _)| n == d).map(|(_, v)| &**v))
+                }
                 Column::MeasureName => b.append_text(Some(&p.measure_name)),
                 Column::Time => b.append_time(p.time_ns),
                 Column::Single(t) => b.append(match &p.measures {

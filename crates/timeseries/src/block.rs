@@ -118,7 +118,7 @@ pub struct BlockPoint {
     /// Version of the record.
     pub version: i64,
     /// The value (single-measure series) or values (MULTI series).
-    pub measures: Measures,
+    pub measures: Measures<'static>,
 }
 
 /// A decoded block, column by column: what a columnar reader wants (each attribute's

@@ -13,6 +13,8 @@
 use prost::Message;
 
 use crate::error::{Error, Result};
+use std::borrow::Cow;
+
 use crate::model::{MeasureType, Measures, Value};
 
 /// Appends the bytes of `v`.
@@ -129,7 +131,7 @@ pub enum Typed {
     Timestamp(i64),
 }
 
-fn from_proto(p: ValueProto) -> Result<(String, Value)> {
+fn from_proto(p: ValueProto) -> Result<(Cow<'static, str>, Value)> {
     let v = match p.typed {
         Some(Typed::Double(d)) => Value::Double(d),
         Some(Typed::Bigint(i)) => Value::Bigint(i),
@@ -138,7 +140,7 @@ fn from_proto(p: ValueProto) -> Result<(String, Value)> {
         Some(Typed::Timestamp(t)) => Value::Timestamp(t),
         None => return Err(Error::Corrupt("serialized value without a type".into())),
     };
-    Ok((p.name, v))
+    Ok((Cow::Owned(p.name), v))
 }
 
 /// Serializes a point's version and measures: the bytes of [`PointProto`], written
@@ -211,7 +213,7 @@ fn encode_value_proto(name: &str, v: &Value, out: &mut Vec<u8>) {
 }
 
 /// Decodes a cell of [`encode_point`]; `multi` says which kind of record it holds.
-pub fn decode_point(bytes: &[u8], multi: bool) -> Result<(i64, Measures)> {
+pub fn decode_point(bytes: &[u8], multi: bool) -> Result<(i64, Measures<'static>)> {
     let p =
         PointProto::decode(bytes).map_err(|e| Error::Corrupt(format!("serialized point: {e}")))?;
     let mut values = p
@@ -310,12 +312,11 @@ mod tests {
     #[test]
     fn points_encode_as_prost_would() {
         let mut measures: Vec<Measures> = all_values().into_iter().map(Measures::Single).collect();
-        measures.push(Measures::Multi(
+        measures.push(Measures::multi(
             all_values()
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (format!("measure_{i}").repeat(i * 20 + 1), v))
-                .collect(),
+                .map(|(i, v)| (format!("measure_{i}").repeat(i * 20 + 1), v)),
         ));
         measures.push(Measures::Multi(vec![("".into(), Value::Bigint(0))]));
         measures.push(Measures::Multi(Vec::new()));
@@ -333,12 +334,11 @@ mod tests {
 
     #[test]
     fn points_round_trip() -> Result<()> {
-        let multi = Measures::Multi(
+        let multi = Measures::multi(
             all_values()
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (format!("m{i}"), v))
-                .collect(),
+                .map(|(i, v)| (format!("m{i}"), v)),
         );
         let (version, back) = decode_point(&encode_point(9, &multi), true)?;
         assert_eq!(version, 9);

@@ -54,8 +54,8 @@ pub use catalog::{NewTable, TableMeta};
 pub use error::{Error, Result};
 pub use layout::{Layout, Pattern};
 pub use model::{
-    DatabaseInfo, Dimension, Ingested, MagneticWrites, MeasureType, MeasureValue, Measures, Point,
-    Record, RejectedRecord, Retention, TimeUnit, Value,
+    DatabaseInfo, Dimension, DimensionPair, Ingested, MagneticWrites, MeasureType, MeasureValue,
+    Measures, Point, Record, RejectedRecord, Retention, TimeUnit, Value,
 };
 pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
@@ -271,7 +271,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
         db: &str,
         table: &str,
         sel: &Selection,
-        visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+        visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
     ) -> Result<ScanStats> {
         let meta = self.describe_table(db, table)?;
         query::scan(self.store().as_ref(), &meta, sel, visit)
@@ -283,7 +283,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
         db: &str,
         table: &str,
         sel: &Selection,
-    ) -> Result<(Vec<Point>, ScanStats)> {
+    ) -> Result<(Vec<Point<'static>>, ScanStats)> {
         let meta = self.describe_table(db, table)?;
         query::latest(self.store().as_ref(), &meta, sel)
     }

@@ -240,16 +240,34 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The measures of a parsed record.
+/// The measures of a parsed record. Names borrow from the request while it is
+/// written (`Measures<'a>`); what is read back owns them (`Measures<'static>`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Measures {
+pub enum Measures<'a> {
     /// One value; its name is the record's measure name.
     Single(Value),
     /// Named values, in the order written.
-    Multi(Vec<(String, Value)>),
+    Multi(Vec<(Cow<'a, str>, Value)>),
 }
 
-impl Measures {
+impl<'a> Measures<'a> {
+    /// MULTI measures of `(name, value)` pairs, in their order.
+    pub fn multi<N: Into<Cow<'a, str>>>(values: impl IntoIterator<Item = (N, Value)>) -> Self {
+        Self::Multi(values.into_iter().map(|(n, v)| (n.into(), v)).collect())
+    }
+
+    /// The same measures owning their names.
+    pub fn into_owned(self) -> Measures<'static> {
+        match self {
+            Self::Single(v) => Measures::Single(v),
+            Self::Multi(vs) => Measures::Multi(
+                vs.into_iter()
+                    .map(|(n, v)| (Cow::Owned(n.into_owned()), v))
+                    .collect(),
+            ),
+        }
+    }
+
     /// Same content (order of multi values does not matter).
     pub fn same_as(&self, other: &Self) -> bool {
         match (self, other) {
@@ -264,19 +282,42 @@ impl Measures {
     }
 }
 
-/// A record after validation: what is stored and what is read back.
+/// A dimension of a [`Point`]: name and value.
+pub type DimensionPair<'a> = (Cow<'a, str>, Cow<'a, str>);
+
+/// A record after validation: what is stored and what is read back. Its text
+/// borrows from the request while it is written (`Point<'a>`); what is read back
+/// owns it (`Point<'static>`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub struct Point<'a> {
     /// Dimensions sorted in the table's dimension order.
-    pub dimensions: Vec<(String, String)>,
+    pub dimensions: Vec<DimensionPair<'a>>,
     /// Measure name.
-    pub measure_name: String,
+    pub measure_name: Cow<'a, str>,
     /// Nanoseconds since the epoch.
     pub time_ns: i64,
     /// Version (higher wins).
     pub version: i64,
     /// The value or values.
-    pub measures: Measures,
+    pub measures: Measures<'a>,
+}
+
+impl Point<'_> {
+    /// The same point owning its text.
+    pub fn into_owned(self) -> Point<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        Point {
+            dimensions: self
+                .dimensions
+                .into_iter()
+                .map(|(n, v)| (own(n), own(v)))
+                .collect(),
+            measure_name: own(self.measure_name),
+            time_ns: self.time_ns,
+            version: self.version,
+            measures: self.measures.into_owned(),
+        }
+    }
 }
 
 /// One rejected record of a WriteRecords request.

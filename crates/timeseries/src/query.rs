@@ -212,7 +212,7 @@ pub fn let_blocks_through(meta: &TableMeta, filter: RowFilter) -> RowFilter {
 }
 
 /// Step 3: whether a decoded point is selected; trims unselected attributes.
-fn keep(sel: &Selection, mut p: Point) -> Option<Point> {
+fn keep(sel: &Selection, mut p: Point<'static>) -> Option<Point<'static>> {
     if p.time_ns < sel.start_ns || p.time_ns >= sel.end_ns {
         return None;
     }
@@ -231,7 +231,7 @@ fn keep(sel: &Selection, mut p: Point) -> Option<Point> {
         return None;
     }
     if let (Some(attrs), Measures::Multi(vs)) = (&sel.attributes, &mut p.measures) {
-        vs.retain(|(n, _)| attrs.contains(n));
+        vs.retain(|(n, _)| attrs.iter().any(|a| a == n));
         if vs.is_empty() {
             return None;
         }
@@ -256,7 +256,7 @@ pub fn scan<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
     sel: &Selection,
-    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
 ) -> Result<ScanStats> {
     let mut stats = ScanStats::default();
     if sel.start_ns > 0 && sel.end_ns < i64::MAX && !is_pinned(meta, sel) {
@@ -281,7 +281,7 @@ fn scan_by_series<S: WideColumnStore>(
     meta: &TableMeta,
     sel: &Selection,
     stats: &mut ScanStats,
-    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
 ) -> Result<()> {
     let window_filter = filter(meta, sel);
     for range in key_ranges(meta, sel).normalized() {
@@ -323,7 +323,7 @@ fn read_points<S: WideColumnStore>(
     sel: &Selection,
     req: ReadRequest,
     stats: &mut ScanStats,
-    visit: &mut dyn FnMut(Point) -> ControlFlow<()>,
+    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>> {
     let mut failure = None;
     let mut stopped = false;
@@ -400,7 +400,7 @@ pub fn latest<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
     sel: &Selection,
-) -> Result<(Vec<Point>, ScanStats)> {
+) -> Result<(Vec<Point<'static>>, ScanStats)> {
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     let filter = filter(meta, sel);
@@ -441,7 +441,7 @@ fn newest_point<S: WideColumnStore>(
     series: &[u8],
     filter: Option<RowFilter>,
     stats: &mut ScanStats,
-) -> Result<Option<Point>> {
+) -> Result<Option<Point<'static>>> {
     let newest = if meta.layout.reverse_time {
         Some(first)
     } else {
@@ -480,7 +480,7 @@ fn newest_in_window<S: WideColumnStore>(
     sel: &Selection,
     series: &[u8],
     stats: &mut ScanStats,
-) -> Result<Option<Point>> {
+) -> Result<Option<Point<'static>>> {
     let req = ReadRequest {
         rows: RowSet {
             keys: Vec::new(),

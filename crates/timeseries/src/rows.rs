@@ -15,6 +15,7 @@
 //! the millisecond) at the point's timestamp, only when they differ from 1 and 0.
 //! Family `b` holds a sealed bucket's block ([`crate::seal`]) in every pattern.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use almanac_engine::Row;
@@ -28,7 +29,7 @@ use crate::codec::{
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::layout::{Layout, Pattern};
-use crate::model::{MeasureType, Measures, Point, Value};
+use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
 use crate::seal::decode_block_cell;
 
@@ -173,14 +174,14 @@ pub fn erase_point(layout: &Layout, p: &Point, out: &mut Vec<Mutation>) {
 #[derive(Default)]
 struct Partial {
     single: Option<Value>,
-    multi: Vec<(String, Value)>,
+    multi: Vec<(Cow<'static, str>, Value)>,
     version: Option<i64>,
     nanos: i64,
 }
 
 /// Decodes every point stored in a row: its cells, and the points of a sealed block
 /// ([`crate::seal`]) still inside the retention at `now_us` (the store's clock).
-pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point>> {
+pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point<'static>>> {
     let layout = &meta.layout;
     let bucketed = layout.pattern.is_bucketed();
     let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
@@ -238,26 +239,30 @@ pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point>
             }
             Pattern::BucketColumns if multi => {
                 let (name, bytes) = split_named_value(q)?;
-                part.multi
-                    .push((name.to_string(), decode_value(bytes, attr_type(name)?)?));
+                part.multi.push((
+                    name.to_string().into(),
+                    decode_value(bytes, attr_type(name)?)?,
+                ));
             }
             Pattern::BucketColumns => part.single = Some(decode_value(q, kind)?),
             _ if multi => {
                 let name = std::str::from_utf8(q)
                     .map_err(|_| Error::Corrupt("measure qualifier is not UTF-8".into()))?;
-                part.multi
-                    .push((name.to_string(), decode_value(&c.value, attr_type(name)?)?));
+                part.multi.push((
+                    name.to_string().into(),
+                    decode_value(&c.value, attr_type(name)?)?,
+                ));
             }
             _ => part.single = Some(decode_value(&c.value, kind)?),
         }
     }
-    let dimensions: Vec<(String, String)> = parts
+    let dimensions: Vec<DimensionPair<'static>> = parts
         .dims
         .iter()
         .enumerate()
         .filter_map(|(i, v)| {
             v.as_ref()
-                .map(|v| (schema.dimensions[i].clone(), v.clone()))
+                .map(|v| (schema.dimensions[i].clone().into(), v.clone().into()))
         })
         .collect();
     let mut out = match block {
@@ -277,7 +282,7 @@ pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point>
         };
         out.push(Point {
             dimensions: dimensions.clone(),
-            measure_name: parts.measure.clone(),
+            measure_name: parts.measure.clone().into(),
             time_ns,
             version: part.version.unwrap_or(1),
             measures,

@@ -2,12 +2,13 @@
 //! first-seen order, which is their order in row keys), the type of each measure name,
 //! and the type of each multi-measure attribute. A name keeps its type forever.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{MAX_DIMENSIONS_PER_TABLE, MAX_MEASURES_PER_TABLE};
-use crate::model::{MeasureType, Measures, Value};
+use crate::model::{DimensionPair, MeasureType, Measures, Value};
 
 /// The inferred schema of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -37,7 +38,7 @@ impl Schema {
     }
 
     /// Sorts a record's dimensions into row-key order (unknown names first), stably.
-    pub fn sort_dimensions(&self, dims: &mut [(String, String)]) {
+    pub fn sort_dimensions(&self, dims: &mut [DimensionPair<'_>]) {
         let mut next = 0;
         let mut sorted = true;
         let mut last = None;
@@ -54,7 +55,7 @@ impl Schema {
         if sorted {
             return;
         }
-        let mut keyed: Vec<(Option<usize>, (String, String))> = positions
+        let mut keyed: Vec<(Option<usize>, DimensionPair<'_>)> = positions
             .into_iter()
             .zip(dims.iter_mut().map(std::mem::take))
             .collect();
@@ -77,7 +78,7 @@ impl Schema {
     /// record's type, `Err(reason)` on a conflict or a limit.
     pub fn check(
         &self,
-        dims: &[(String, String)],
+        dims: &[DimensionPair<'_>],
         measure: &str,
         measures: &Measures,
     ) -> Result<bool, String> {
@@ -96,7 +97,7 @@ impl Schema {
         }
         let attrs = attributes_of(measures);
         for (name, v) in attrs {
-            if let Some(&have) = self.attributes.get(name)
+            if let Some(&have) = self.attributes.get(&**name)
                 && have != v.kind()
             {
                 return Err(format!(
@@ -112,7 +113,7 @@ impl Schema {
             }
         }
         for (d, _) in dims {
-            if self.attributes.contains_key(d) {
+            if self.attributes.contains_key(&**d) {
                 return Err(format!(
                     "Dimension '{d}' has the name of a measure of this table."
                 ));
@@ -131,7 +132,7 @@ impl Schema {
         let new_measures = usize::from(!self.measures.contains_key(measure))
             + attrs
                 .iter()
-                .filter(|(n, _)| !self.attributes.contains_key(n))
+                .filter(|(n, _)| !self.attributes.contains_key(&**n))
                 .count();
         if self.measures.len() + self.attributes.len() + new_measures > MAX_MEASURES_PER_TABLE {
             return Err(format!(
@@ -148,7 +149,7 @@ impl Schema {
     /// table or, being a different name from each known dimension, of the record.
     fn knows(
         &self,
-        dims: &[(String, String)],
+        dims: &[DimensionPair<'_>],
         measure: &str,
         kind: MeasureType,
         measures: &Measures,
@@ -157,7 +158,7 @@ impl Schema {
         self.measures.get(measure) == Some(&kind)
             && attributes_of(measures)
                 .iter()
-                .all(|(name, v)| self.attributes.get(name) == Some(&v.kind()))
+                .all(|(name, v)| self.attributes.get(&**name) == Some(&v.kind()))
             && dims.iter().all(|(d, _)| {
                 let i = self.dimension_index_near(d, next);
                 next = i.map_or(next, |i| i + 1);
@@ -169,7 +170,7 @@ impl Schema {
     /// returns the rejection reason and leaves the schema unchanged.
     pub fn admit(
         &mut self,
-        dims: &[(String, String)],
+        dims: &[DimensionPair<'_>],
         measure: &str,
         measures: &Measures,
     ) -> Result<(), String> {
@@ -178,14 +179,14 @@ impl Schema {
         }
         for (d, _) in dims {
             if self.dimension_index(d).is_none() {
-                self.dimensions.push(d.clone());
+                self.dimensions.push(d.to_string());
             }
         }
         self.measures
             .entry(measure.to_string())
             .or_insert(kind_of(measures));
         for (name, v) in attributes_of(measures) {
-            self.attributes.entry(name.clone()).or_insert(v.kind());
+            self.attributes.entry(name.to_string()).or_insert(v.kind());
         }
         Ok(())
     }
@@ -198,7 +199,7 @@ fn kind_of(measures: &Measures) -> MeasureType {
     }
 }
 
-fn attributes_of(measures: &Measures) -> &[(String, Value)] {
+fn attributes_of<'m, 'a>(measures: &'m Measures<'a>) -> &'m [(Cow<'a, str>, Value)] {
     match measures {
         Measures::Multi(vs) => vs,
         Measures::Single(_) => &[],
@@ -210,10 +211,10 @@ mod tests {
     use super::*;
     use crate::model::Value;
 
-    fn dims(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    fn dims(pairs: &[(&str, &str)]) -> Vec<DimensionPair<'static>> {
         pairs
             .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .map(|(a, b)| (Cow::Owned(a.to_string()), Cow::Owned(b.to_string())))
             .collect()
     }
 
@@ -273,12 +274,9 @@ mod tests {
         ] {
             let mut d = dims(&given);
             s.sort_dimensions(&mut d);
-            let names: Vec<&str> = d.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<&str> = d.iter().map(|(n, _)| &**n).collect();
             assert_eq!(names, want, "sorting {given:?}");
-            assert!(
-                d.iter()
-                    .all(|(n, v)| given.contains(&(n.as_str(), v.as_str())))
-            );
+            assert!(d.iter().all(|(n, v)| given.contains(&(&**n, &**v))));
         }
         assert_eq!(s.dimension_index_near("b", 1), Some(1));
         assert_eq!(s.dimension_index_near("b", 0), Some(1));
@@ -290,12 +288,7 @@ mod tests {
     fn known_names_take_the_fast_path_and_conflicts_still_fail() {
         let mut s = Schema::default();
         let multi = |pairs: &[(&str, Value)]| {
-            Measures::Multi(
-                pairs
-                    .iter()
-                    .map(|(n, v)| (n.to_string(), v.clone()))
-                    .collect(),
-            )
+            Measures::multi(pairs.iter().map(|(n, v)| (n.to_string(), v.clone())))
         };
         let m = multi(&[("t", Value::Double(1.0)), ("u", Value::Bigint(2))]);
         let d = dims(&[("host", "a"), ("rack", "r")]);
@@ -323,8 +316,8 @@ mod tests {
     #[test]
     fn dimension_limit() {
         let mut s = Schema::default();
-        let names: Vec<(String, String)> = (0..MAX_DIMENSIONS_PER_TABLE)
-            .map(|i| (format!("d{i}"), "v".to_string()))
+        let names: Vec<DimensionPair<'_>> = (0..MAX_DIMENSIONS_PER_TABLE)
+            .map(|i| (format!("d{i}").into(), "v".into()))
             .collect();
         let one = Measures::Single(Value::Bigint(1));
         assert!(s.admit(&names, "m", &one).is_ok());

@@ -50,7 +50,7 @@ use crate::catalog::{BLOCK_FAMILY, Catalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
-use crate::model::{MeasureType, Point};
+use crate::model::{DimensionPair, MeasureType, Point};
 use crate::rows::{cell_ts_us, decode_row};
 use crate::store::WideColumnStore;
 
@@ -166,17 +166,17 @@ pub fn decode_block_cell(
     meta: &TableMeta,
     parts: &KeyParts,
     multi: bool,
-    dimensions: &[(String, String)],
+    dimensions: &[DimensionPair<'static>],
     value: &[u8],
     now_us: i64,
-) -> Result<Vec<Point>> {
+) -> Result<Vec<Point<'static>>> {
     let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
     Ok(decode_block(value, multi)?
         .into_iter()
         .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
         .map(|p| Point {
             dimensions: dimensions.to_vec(),
-            measure_name: parts.measure.clone(),
+            measure_name: parts.measure.clone().into(),
             time_ns: p.time_ns,
             version: p.version,
             measures: p.measures,
@@ -199,7 +199,7 @@ pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutatio
         .map(|p| BlockPoint {
             time_ns: p.time_ns,
             version: p.version,
-            measures: p.measures.clone(),
+            measures: p.measures.clone().into_owned(),
         })
         .collect();
     Ok(vec![

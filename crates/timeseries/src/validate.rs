@@ -11,17 +11,20 @@ use crate::limits::{
     MAX_MEASURES_PER_RECORD, MAX_RESOURCE_NAME_LEN, MAX_VARCHAR_BYTES, MIN_RESOURCE_NAME_LEN,
     RESERVED_NAMES, RESERVED_PREFIXES,
 };
-use crate::model::{Dimension, MeasureType, MeasureValue, Measures, Record, TimeUnit, Value};
+use crate::model::{
+    Dimension, DimensionPair, MeasureType, MeasureValue, Measures, Record, TimeUnit, Value,
+};
 
-/// A record that passed the per-record checks.
+/// A record that passed the per-record checks; its text borrows from the request's
+/// record (the write path copies nothing of it).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
+pub struct Parsed<'r> {
     /// Dimensions as given (names unique).
-    pub dimensions: Vec<(String, String)>,
+    pub dimensions: Vec<DimensionPair<'r>>,
     /// Measure name.
-    pub measure_name: String,
+    pub measure_name: Cow<'r, str>,
     /// Values.
-    pub measures: Measures,
+    pub measures: Measures<'r>,
     /// Time in nanoseconds since the epoch.
     pub time_ns: i64,
     /// Version.
@@ -153,7 +156,10 @@ pub fn parse_value(kind: MeasureType, text: &str, unit: TimeUnit) -> Result<Valu
 }
 
 /// Checks one record under its common attributes; `Err` is the rejection reason.
-pub fn parse_record(common: Option<&Record>, rec: &Record) -> Result<Parsed, String> {
+pub fn parse_record<'r>(
+    common: Option<&'r Record<'_>>,
+    rec: &'r Record<'_>,
+) -> Result<Parsed<'r>, String> {
     RecordChecker::default().check(Merged::new(common, rec))
 }
 
@@ -179,7 +185,7 @@ fn same_names<'n>(count: usize, names: impl Iterator<Item = &'n str>, known: &[S
 
 impl RecordChecker {
     /// Checks one merged record; `Err` is the rejection reason.
-    pub fn check(&mut self, rec: Merged<'_, '_>) -> Result<Parsed, String> {
+    pub fn check<'r>(&mut self, rec: Merged<'r, '_>) -> Result<Parsed<'r>, String> {
         let known_dims = same_names(
             rec.dimension_count(),
             rec.dimensions().map(|d| &*d.name),
@@ -188,10 +194,9 @@ impl RecordChecker {
         let dimensions = check_dimensions(rec, known_dims)?;
         let measure_name = rec
             .text(|r| &r.measure_name)
-            .ok_or("The record has no MeasureName.")?
-            .to_string();
+            .ok_or("The record has no MeasureName.")?;
         if !(known_dims && measure_name == self.measure_name) {
-            check_measure_name(&measure_name, &dimensions)?;
+            check_measure_name(measure_name, &dimensions)?;
         }
         let unit = match rec.text(|r| &r.time_unit) {
             None => TimeUnit::default(),
@@ -234,14 +239,14 @@ impl RecordChecker {
         };
         self.remember(
             &dimensions,
-            &measure_name,
+            measure_name,
             &measures,
             known_dims,
             known_attributes,
         );
         Ok(Parsed {
             dimensions,
-            measure_name,
+            measure_name: Cow::Borrowed(measure_name),
             measures,
             time_ns,
             version: rec.version().unwrap_or(1),
@@ -252,21 +257,21 @@ impl RecordChecker {
     /// changed (`known_*`: the record's names already equal the kept ones).
     fn remember(
         &mut self,
-        dims: &[(String, String)],
+        dims: &[DimensionPair<'_>],
         measure: &str,
-        measures: &Measures,
+        measures: &Measures<'_>,
         known_dims: bool,
         known_attributes: bool,
     ) {
         if !known_dims {
-            self.dimensions = dims.iter().map(|(n, _)| n.clone()).collect();
+            self.dimensions = dims.iter().map(|(n, _)| n.to_string()).collect();
         }
         if self.measure_name != measure {
             measure.clone_into(&mut self.measure_name);
         }
         if !known_attributes {
             self.attributes = match measures {
-                Measures::Multi(vs) => vs.iter().map(|(n, _)| n.clone()).collect(),
+                Measures::Multi(vs) => vs.iter().map(|(n, _)| n.to_string()).collect(),
                 Measures::Single(_) => Vec::new(),
             };
         }
@@ -274,11 +279,11 @@ impl RecordChecker {
 }
 
 /// A record's dimensions; with `known_names` only their values are checked.
-fn check_dimensions(
-    rec: Merged<'_, '_>,
+fn check_dimensions<'r>(
+    rec: Merged<'r, '_>,
     known_names: bool,
-) -> Result<Vec<(String, String)>, String> {
-    let mut dimensions: Vec<(String, String)> = Vec::with_capacity(rec.dimension_count());
+) -> Result<Vec<DimensionPair<'r>>, String> {
+    let mut dimensions: Vec<DimensionPair<'r>> = Vec::with_capacity(rec.dimension_count());
     for d in rec.dimensions() {
         if !known_names {
             reserved("Dimension name", &d.name)?;
@@ -303,12 +308,12 @@ fn check_dimensions(
         if !known_names && dimensions.iter().any(|(n, _)| *n == d.name) {
             return Err(format!("Dimension '{}' appears more than once.", d.name));
         }
-        dimensions.push((d.name.to_string(), d.value.to_string()));
+        dimensions.push((Cow::Borrowed(&*d.name), Cow::Borrowed(&*d.value)));
     }
     Ok(dimensions)
 }
 
-fn check_measure_name(measure_name: &str, dimensions: &[(String, String)]) -> Result<(), String> {
+fn check_measure_name(measure_name: &str, dimensions: &[DimensionPair<'_>]) -> Result<(), String> {
     reserved("Measure name", measure_name)?;
     if measure_name.len() > MAX_MEASURE_NAME_BYTES {
         return Err(format!(
@@ -327,13 +332,13 @@ fn check_measure_name(measure_name: &str, dimensions: &[(String, String)]) -> Re
 /// The values of a MULTI record (`given`: its merged measure values); with
 /// `known_names` (same names as the last record that passed, and the same dimensions)
 /// only their types and values are checked.
-fn check_attributes(
-    rec: Merged<'_, '_>,
-    given: &[MeasureValue<'_>],
-    dimensions: &[(String, String)],
+fn check_attributes<'r>(
+    rec: Merged<'r, '_>,
+    given: &'r [MeasureValue<'_>],
+    dimensions: &[DimensionPair<'_>],
     unit: TimeUnit,
     known_names: bool,
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(Cow<'r, str>, Value)>, String> {
     if rec.text(|r| &r.measure_value).is_some() {
         return Err("A MULTI record carries MeasureValues, not MeasureValue.".into());
     }
@@ -346,7 +351,7 @@ fn check_attributes(
             given.len()
         ));
     }
-    let mut values: Vec<(String, Value)> = Vec::with_capacity(given.len());
+    let mut values: Vec<(Cow<'r, str>, Value)> = Vec::with_capacity(given.len());
     for mv in given {
         if !known_names {
             reserved("Measure", &mv.name)?;
@@ -360,7 +365,7 @@ fn check_attributes(
         let k = MeasureType::parse(&mv.kind)
             .filter(|k| *k != MeasureType::Multi)
             .ok_or_else(|| format!("Measure '{}' has the unknown type '{}'.", mv.name, mv.kind))?;
-        values.push((mv.name.to_string(), parse_value(k, &mv.value, unit)?));
+        values.push((Cow::Borrowed(&*mv.name), parse_value(k, &mv.value, unit)?));
     }
     Ok(values)
 }
@@ -385,7 +390,8 @@ mod tests {
 
     #[test]
     fn a_good_record_parses() -> Result<(), String> {
-        let p = parse_record(None, &rec())?;
+        let r = rec();
+        let p = parse_record(None, &r)?;
         assert_eq!(p.time_ns, 1_700_000_000_000_000_000);
         assert_eq!(p.version, 1);
         assert_eq!(p.measures, Measures::Single(Value::Double(1.5)));
@@ -491,7 +497,7 @@ mod tests {
             ..Record::default()
         };
         let p = parse_record(Some(&common), &r)?;
-        assert_eq!(p.dimensions, vec![("region".to_string(), "eu".to_string())]);
+        assert_eq!(p.dimensions, vec![("region".into(), "eu".into())]);
         assert_eq!(p.time_ns, 1_700_000_000 * 1_000_000_000);
         assert_eq!(p.version, 3);
         assert_eq!(

@@ -125,9 +125,9 @@ fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, Str
 
 /// One slot's state while a request is resolved.
 #[derive(Default)]
-struct Slot {
-    stored: Option<Point>,
-    current: Option<Point>,
+struct Slot<'a> {
+    stored: Option<Point<'a>>,
+    current: Option<Point<'a>>,
     indexes: Vec<usize>,
 }
 
@@ -164,7 +164,7 @@ pub fn write_records<S: WideColumnStore>(
     let key = meta.partition_key.as_ref();
     for (i, rec) in records.iter().enumerate() {
         match checker.check(Merged::new(common, rec)).and_then(|p| {
-            let names = p.dimensions.iter().map(|(n, _)| n.as_str());
+            let names = p.dimensions.iter().map(|(n, _)| &**n);
             if let Some(why) = key.and_then(|k| k.missing_key(names)) {
                 return Err(why);
             }
@@ -385,13 +385,13 @@ fn check_request(common: Option<&Record>, records: &[Record]) -> Result<()> {
 /// Step 2: admits the records' names. When every name is known (the common case) the
 /// schema is only read; when some record brings new names, the schema grows and is
 /// persisted under the table's schema lock, checked against the newest description.
-fn admit<S: WideColumnStore>(
+fn admit<'r, S: WideColumnStore>(
     catalog: &Catalog<S>,
     handle: &TableHandle,
     meta: &mut std::sync::Arc<TableMeta>,
-    parsed: Vec<(usize, Parsed, bool)>,
+    parsed: Vec<(usize, Parsed<'r>, bool)>,
     rejected: &mut Vec<RejectedRecord>,
-) -> Result<Vec<(usize, Parsed, bool)>> {
+) -> Result<Vec<(usize, Parsed<'r>, bool)>> {
     let checks: Vec<Result<bool, String>> = parsed
         .iter()
         .map(|(_, p, _)| {
@@ -431,21 +431,22 @@ fn admit<S: WideColumnStore>(
 }
 
 /// What step 4 found.
-struct Stored {
+struct Stored<'a> {
     /// Stored points by place.
-    points: HashMap<Place, Point>,
-    /// The sealed blocks among the rows read, by row key: their points, by time.
-    blocks: HashMap<Vec<u8>, Vec<Point>>,
+    points: HashMap<Place, Point<'a>>,
+    /// The sealed blocks among the rows read, by row key: their points, by time (the
+    /// request's points join them).
+    blocks: HashMap<Vec<u8>, Vec<Point<'a>>>,
 }
 
 /// Step 4: the stored points in the slots of points at or below their series' mark,
 /// looked up in their rows, and the blocks of the points' buckets that may be sealed.
-fn read_stored<S: WideColumnStore>(
+fn read_stored<'a, S: WideColumnStore>(
     store: &S,
     handle: &TableHandle,
     meta: &TableMeta,
-    points: &[(usize, Point, Place, bool)],
-) -> Result<Stored> {
+    points: &[(usize, Point<'_>, Place, bool)],
+) -> Result<Stored<'a>> {
     let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
     // Taken under the series locks: a seal pass raises the watermark before it takes
     // any of them, so this sees every bucket sealed in these series.

@@ -86,9 +86,9 @@ fn as_model(points: &[Point]) -> BTreeMap<Key, Stored> {
     points
         .iter()
         .map(|p| {
-            let host = p.dimensions[0].1.clone();
+            let host = p.dimensions[0].1.to_string();
             (
-                (p.measure_name.clone(), host, p.time_ns / 1_000_000),
+                (p.measure_name.to_string(), host, p.time_ns / 1_000_000),
                 (p.version, value_of(p)),
             )
         })
@@ -101,7 +101,7 @@ fn newest(points: &[Point]) -> BTreeMap<(String, String), i64> {
         .iter()
         .map(|p| {
             (
-                (p.measure_name.clone(), p.dimensions[0].1.clone()),
+                (p.measure_name.to_string(), p.dimensions[0].1.to_string()),
                 p.time_ns / 1_000_000,
             )
         })

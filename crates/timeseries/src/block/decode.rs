@@ -8,6 +8,8 @@ use super::bits::{BitReader, ByteReader, bit_len, corrupt};
 use super::{BlockColumn, BlockColumns, BlockPoint, FLAG_MULTI, FORMAT_VERSION, MAX_BLOCK_POINTS};
 use super::{columns, ints};
 use crate::error::Result;
+use std::borrow::Cow;
+
 use crate::model::{MeasureType, Measures};
 
 /// The fields of a block's header.
@@ -65,7 +67,7 @@ pub(super) fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>>
         let measures = if multi {
             let mut vs = Vec::with_capacity(set.len());
             for &c in set {
-                vs.push((names[c].clone(), next(c)?));
+                vs.push((Cow::Owned(names[c].clone()), next(c)?));
             }
             Measures::Multi(vs)
         } else {

@@ -14,7 +14,7 @@ use crate::model::{MeasureType, Measures, Value};
 fn attributes(p: &BlockPoint, multi: bool) -> Result<Vec<(&str, &Value)>> {
     match (&p.measures, multi) {
         (Measures::Single(v), false) => Ok(vec![("", v)]),
-        (Measures::Multi(vs), true) => Ok(vs.iter().map(|(n, v)| (n.as_str(), v)).collect()),
+        (Measures::Multi(vs), true) => Ok(vs.iter().map(|(n, v)| (&**n, v)).collect()),
         _ => Err(Error::invalid(
             "a block holds either single values or MULTI records",
         )),

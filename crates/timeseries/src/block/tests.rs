@@ -31,7 +31,7 @@ impl XorShift {
     }
 }
 
-pub(super) fn point(time_ns: i64, measures: Measures) -> BlockPoint {
+pub(super) fn point(time_ns: i64, measures: Measures<'static>) -> BlockPoint {
     BlockPoint {
         time_ns,
         version: 1,
@@ -159,9 +159,8 @@ fn multi_records_round_trip_in_order() {
                 .skip(i)
                 .step_by(11)
                 .zip(names)
-                .map(|(v, n)| (n.to_string(), v))
-                .collect();
-            point(i as i64, Measures::Multi(vs))
+                .map(|(v, n)| (n.to_string(), v));
+            point(i as i64, Measures::multi(vs))
         })
         .collect();
     let bytes = round_trip(&points, true);
@@ -206,7 +205,7 @@ fn differing_attribute_sets_round_trip() {
             for j in (1..vs.len()).rev() {
                 vs.swap(j, rng.below(j as u64 + 1) as usize);
             }
-            point(i * 60_000_000_000, Measures::Multi(vs))
+            point(i * 60_000_000_000, Measures::multi(vs))
         })
         .collect();
     round_trip(&points, true);
@@ -321,7 +320,7 @@ pub(super) fn random_points(rng: &mut XorShift, max_points: u64, multi: bool) ->
                         vs.push((format!("m{a}"), v));
                     }
                 }
-                Measures::Multi(vs)
+                Measures::multi(vs)
             } else {
                 Measures::Single(random_value(rng, kinds[0], &mut states[0]))
             };
@@ -354,7 +353,7 @@ fn encoder_refuses_what_it_cannot_store() {
     let m = |vs: Vec<(&str, Value)>| {
         point(
             0,
-            Measures::Multi(vs.into_iter().map(|(n, v)| (n.to_string(), v)).collect()),
+            Measures::multi(vs.into_iter().map(|(n, v)| (n.to_string(), v))),
         )
     };
     assert!(encode_block(&[m(vec![("a", Value::Bigint(1))])], false).is_err());
@@ -424,7 +423,7 @@ pub(super) fn golden_points() -> Vec<BlockPoint> {
             }
             point(
                 1_700_000_000_000_000_000 + i * 10_000_000_000,
-                Measures::Multi(vs),
+                Measures::multi(vs),
             )
         })
         .collect()

@@ -138,7 +138,11 @@ pub fn multi(d: &[(&str, &str)], values: &[(&str, &str, &str)], time_ms: i64) ->
     Record::multi(dims(d), "readings", values, time_ms)
 }
 
-pub fn all(ts: &TimeSeries<EmbeddedStore>, table: &str, sel: &Selection) -> Result<Vec<Point>> {
+pub fn all(
+    ts: &TimeSeries<EmbeddedStore>,
+    table: &str,
+    sel: &Selection,
+) -> Result<Vec<Point<'static>>> {
     let mut out = Vec::new();
     ts.scan("db1", table, sel, &mut |p| {
         out.push(p);

@@ -130,7 +130,7 @@ fn fuzz_decoder() {
                     }
                     acc
                 });
-            point(t as i64 * 10, Measures::Multi(vs))
+            point(t as i64 * 10, Measures::multi(vs))
         })
         .collect();
     seeds.push(encode_block(&multi, true).unwrap());

@@ -76,12 +76,11 @@ fn tsbs_block(seed: u64) -> Vec<BlockPoint> {
             BlockPoint {
                 time_ns: T0_NS + i as i64 * 10_000_000_000,
                 version: 1,
-                measures: Measures::Multi(
+                measures: Measures::multi(
                     FIELDS
                         .iter()
                         .zip(values)
-                        .map(|(n, v)| (n.to_string(), Value::Double(v)))
-                        .collect(),
+                        .map(|(n, v)| (n.to_string(), Value::Double(v))),
                 ),
             }
         })
@@ -128,7 +127,7 @@ fn bytes_per_point(blocks: &[(Vec<BlockPoint>, bool)]) -> (f64, f64) {
         bytes += block.len();
         values += values_of(points);
         let names: Vec<&str> = match &points[0].measures {
-            Measures::Multi(vs) => vs.iter().map(|(n, _)| n.as_str()).collect(),
+            Measures::Multi(vs) => vs.iter().map(|(n, _)| &**n).collect(),
             Measures::Single(_) => vec![""],
         };
         for (i, _) in names.iter().enumerate() {
@@ -199,12 +198,8 @@ fn balloon_hours_are_small() {
                     .map(|(m, r)| BlockPoint {
                         time_ns: time(m),
                         version: 1,
-                        measures: Measures::Multi(
-                            names
-                                .iter()
-                                .map(|n| n.to_string())
-                                .zip(r.iter().cloned())
-                                .collect(),
+                        measures: Measures::multi(
+                            names.iter().map(|n| n.to_string()).zip(r.iter().cloned()),
                         ),
                     })
                     .collect(),

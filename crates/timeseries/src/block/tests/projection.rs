@@ -14,7 +14,7 @@ fn sparse() -> Vec<BlockPoint> {
             if i % 3 == 0 {
                 vs.push(("c".to_string(), Value::Varchar(format!("s{}", i % 2))));
             }
-            point(i * 1000, Measures::Multi(vs))
+            point(i * 1000, Measures::multi(vs))
         })
         .collect()
 }
@@ -103,7 +103,7 @@ fn a_wide_sparse_block_decodes_in_linear_time() {
     let points: Vec<BlockPoint> = (0..100_000)
         .map(|t| {
             let vs = if t == 0 { wide.clone() } else { Vec::new() };
-            point(t, Measures::Multi(vs))
+            point(t, Measures::multi(vs))
         })
         .collect();
     let bytes = encode_block(&points, true).unwrap();
