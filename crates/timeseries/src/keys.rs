@@ -92,6 +92,45 @@ pub fn time_component(ns: i64, reversed: bool) -> String {
     format!("{v:0TIME_DIGITS$}")
 }
 
+/// Appends [`bucket_component`] to a key without an intermediate string.
+pub fn push_bucket_component(out: &mut Vec<u8>, secs: i64, reversed: bool) {
+    let v = if reversed {
+        MAX_BUCKET_SECS_VALUE - secs
+    } else {
+        secs
+    };
+    push_padded(out, v, BUCKET_DIGITS);
+}
+
+/// Appends [`time_component`] to a key without an intermediate string.
+pub fn push_time_component(out: &mut Vec<u8>, ns: i64, reversed: bool) {
+    let v = if reversed { i64::MAX - ns } else { ns };
+    push_padded(out, v, TIME_DIGITS);
+}
+
+/// Appends `v` in decimal, zero-padded to `width` digits, as `format!("{v:0width$}")`
+/// does (the write path's keys; a negative `v`, which no valid key holds, takes the
+/// formatter).
+fn push_padded(out: &mut Vec<u8>, v: i64, width: usize) {
+    let Ok(mut n) = u64::try_from(v) else {
+        out.extend_from_slice(format!("{v:0width$}").as_bytes());
+        return;
+    };
+    let mut digits = [b'0'; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - i;
+    out.resize(out.len() + width.saturating_sub(len), b'0');
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// A row key split into its parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyParts {
@@ -177,6 +216,33 @@ mod tests {
         assert_eq!(key, b"a\\#b##x\\\\y\\@@9223372036854775802");
         assert_eq!(series_prefix("m", &[None, None]), b"m@");
         assert_eq!(bucket_component(0, true), "9999999999");
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            999_999_999,
+            1_614_945_600,
+            MAX_BUCKET_SECS_VALUE,
+            12_345_678_901,
+            1_700_000_000_123_456_789,
+            i64::MAX,
+            -1,
+            -1_234,
+            i64::MIN,
+        ] {
+            // Reversal of a negative time would overflow; no valid key has one.
+            for reversed in [false, true].into_iter().filter(|r| !r || v >= 0) {
+                let mut t = b"k@".to_vec();
+                push_time_component(&mut t, v, reversed);
+                let want = format!("k@{}", time_component(v, reversed));
+                assert_eq!(String::from_utf8_lossy(&t), want, "time {v} {reversed}");
+                let mut b = b"k@".to_vec();
+                push_bucket_component(&mut b, v, reversed);
+                let want = format!("k@{}", bucket_component(v, reversed));
+                assert_eq!(String::from_utf8_lossy(&b), want, "bucket {v} {reversed}");
+            }
+        }
         assert_eq!(time_component(1, false), "0000000000000000001");
     }
 

@@ -58,8 +58,36 @@ pub struct Place {
     pub slot: i64,
 }
 
-/// The series prefix of a point under `schema` (its dimensions must be in the schema).
+/// The series prefix of a point under `schema` (its dimensions must be in the schema;
+/// names the schema lacks are left out), with room for the time after it. Dimensions
+/// in the schema's order (as the write path sorts them) are written straight into the
+/// key; others go through a slot per table dimension.
 pub fn series_of(schema: &Schema, p: &Point) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        p.measure_name.len() + p.dimensions.iter().map(|(_, v)| v.len() + 2).sum::<usize>() + 32,
+    );
+    keys::push_escaped(&mut out, p.measure_name.as_bytes());
+    // The table dimension the next component written stands for.
+    let mut next = 0;
+    for (name, value) in &p.dimensions {
+        match schema.dimension_index_near(name, next) {
+            Some(i) if i >= next => {
+                // Absent dimensions before this one are empty components.
+                out.resize(out.len() + (i - next), keys::SEP);
+                out.push(keys::SEP);
+                keys::push_escaped(&mut out, value.as_bytes());
+                next = i + 1;
+            }
+            Some(_) => return series_of_any_order(schema, p),
+            None => {}
+        }
+    }
+    out.push(keys::TIME_SEP);
+    out
+}
+
+/// [`series_of`] for dimensions in any order.
+fn series_of_any_order(schema: &Schema, p: &Point) -> Vec<u8> {
     let mut dims: Vec<Option<&str>> = vec![None; schema.dimensions.len()];
     let mut next = 0;
     for (name, value) in &p.dimensions {
@@ -79,10 +107,10 @@ pub fn place(meta: &TableMeta, p: &Point) -> Place {
     let slot = if layout.pattern.is_bucketed() {
         let secs = p.time_ns.div_euclid(1_000_000_000);
         let start = secs - secs.rem_euclid(layout.bucket_secs);
-        row.extend_from_slice(keys::bucket_component(start, layout.reverse_time).as_bytes());
+        keys::push_bucket_component(&mut row, start, layout.reverse_time);
         cell_ts_us(p.time_ns)
     } else {
-        row.extend_from_slice(keys::time_component(p.time_ns, layout.reverse_time).as_bytes());
+        keys::push_time_component(&mut row, p.time_ns, layout.reverse_time);
         0
     };
     Place {
@@ -289,4 +317,50 @@ pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point<
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct path and the slot path give the same series key for every subset
+    /// of the table's dimensions, in order and shuffled, with names the table lacks
+    /// and values that need escaping.
+    #[test]
+    fn series_keys_do_not_depend_on_the_path() {
+        let schema = Schema {
+            dimensions: ["a", "b", "c", "d"].map(String::from).to_vec(),
+            ..Schema::default()
+        };
+        let values = ["x", "y#1", "z@", "w\\"];
+        for mask in 0u32..32 {
+            let mut dims: Vec<DimensionPair<'_>> = (0..4)
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| (schema.dimensions[i].clone().into(), values[i].into()))
+                .collect();
+            if mask & 16 != 0 {
+                dims.insert(dims.len() / 2, ("unknown".into(), "u".into()));
+            }
+            let point = |dims: Vec<DimensionPair<'static>>| Point {
+                dimensions: dims,
+                measure_name: "cpu#".into(),
+                time_ns: 0,
+                version: 1,
+                measures: Measures::Single(Value::Bigint(1)),
+            };
+            let sorted = point(dims.clone());
+            let want = series_of_any_order(&schema, &sorted);
+            assert_eq!(series_of(&schema, &sorted), want, "mask {mask}");
+            let present: Vec<Option<&str>> = (0..4)
+                .map(|i| (mask & (1 << i) != 0).then_some(values[i]))
+                .collect();
+            assert_eq!(want, keys::series_prefix("cpu#", &present), "mask {mask}");
+            dims.reverse();
+            assert_eq!(
+                series_of(&schema, &point(dims)),
+                want,
+                "mask {mask} reversed"
+            );
+        }
+    }
 }

@@ -39,22 +39,22 @@ impl Schema {
 
     /// Sorts a record's dimensions into row-key order (unknown names first), stably.
     pub fn sort_dimensions(&self, dims: &mut [DimensionPair<'_>]) {
+        // Records nearly always name their dimensions in the table's order already:
+        // check that first, without allocating.
         let mut next = 0;
-        let mut sorted = true;
-        let mut last = None;
-        let positions: Vec<Option<usize>> = dims
-            .iter()
-            .map(|(name, _)| {
-                let i = self.dimension_index_near(name, next);
-                next = i.map_or(next, |i| i + 1);
-                sorted &= i.is_some() && last < i;
-                last = i;
-                i
-            })
-            .collect();
+        let sorted = dims.iter().all(|(name, _)| {
+            let i = self.dimension_index_near(name, next);
+            let in_order = i.is_some_and(|i| i >= next);
+            next = i.map_or(next, |i| i + 1);
+            in_order
+        });
         if sorted {
             return;
         }
+        let positions: Vec<Option<usize>> = dims
+            .iter()
+            .map(|(name, _)| self.dimension_index(name))
+            .collect();
         let mut keyed: Vec<(Option<usize>, DimensionPair<'_>)> = positions
             .into_iter()
             .zip(dims.iter_mut().map(std::mem::take))
