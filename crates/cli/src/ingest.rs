@@ -156,23 +156,13 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     let format = Format::write_records(DB, TABLE);
     let cpu0 = cpu_secs();
     let t0 = Instant::now();
-    let results: Vec<anyhow::Result<Stages>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..writers)
-            .map(|w| {
-                let (ts, format, spec) = (&ts, &format, &spec);
-                let batch = args.batch;
-                s.spawn(move || {
-                    write_share(ts, format, spec.stream(w as u64, writers as u64), batch)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a writer thread panicked"))?
-            })
-            .collect()
+    let results = crate::tsbs::run_writers(writers, |w| {
+        write_share(
+            &ts,
+            &format,
+            spec.stream(w as u64, writers as u64),
+            args.batch,
+        )
     });
     let wall = t0.elapsed();
     let cpu = cpu_secs() - cpu0;

@@ -292,26 +292,12 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
 
     let cpu0 = server_cpu(args.server_pid)?;
     let t0 = Instant::now();
-    let results: Vec<anyhow::Result<Tally>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..writers)
-            .map(|w| {
-                let (shared, spec) = (&shared, &spec);
-                s.spawn(move || {
-                    let r = write_share(shared, spec.stream(w as u64, writers as u64));
-                    if r.is_err() {
-                        shared.stop.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a writer thread panicked"))?
-            })
-            .collect()
+    let results = run_writers(writers, |w| {
+        let r = write_share(&shared, spec.stream(w as u64, writers as u64));
+        if r.is_err() {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        r
     });
     let wall = t0.elapsed();
     let cpu1 = server_cpu(args.server_pid)?;
@@ -329,6 +315,25 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         settle(&args, dir, total.rows_ok * data::FIELDS.len() as u64)?;
     }
     Ok(())
+}
+
+/// Runs `writer(0..writers)` on as many threads and gathers their results in order (a
+/// thread that panicked gives an error).
+pub(crate) fn run_writers<T: Send>(
+    writers: usize,
+    writer: impl Fn(usize) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
+    std::thread::scope(|s| {
+        let writer = &writer;
+        let handles: Vec<_> = (0..writers).map(|w| s.spawn(move || writer(w))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a writer thread panicked"))?
+            })
+            .collect()
+    })
 }
 
 /// Creates the database (and table) the load writes to.
