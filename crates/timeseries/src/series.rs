@@ -60,21 +60,55 @@ impl SeriesLocks {
         self.marks().get(series).copied()
     }
 
+    /// The marks of several series, under one lock (a request's points).
+    pub fn marks_of<'k>(&self, series: impl IntoIterator<Item = &'k [u8]>) -> Vec<Option<i64>> {
+        let m = self.marks();
+        series.into_iter().map(|s| m.get(s).copied()).collect()
+    }
+
     /// Raises (or learns) a series' high-water mark.
     pub fn raise(&self, series: &[u8], time_ns: i64) {
+        self.raise_all([(series, time_ns)]);
+    }
+
+    /// [`SeriesLocks::raise`] for several series, under one lock.
+    pub fn raise_all<'k>(&self, marks: impl IntoIterator<Item = (&'k [u8], i64)>) {
         let mut m = self.marks();
-        if let Some(t) = m.get_mut(series) {
-            *t = (*t).max(time_ns);
-            return;
+        for (series, time_ns) in marks {
+            if let Some(t) = m.get_mut(series) {
+                *t = (*t).max(time_ns);
+                continue;
+            }
+            if m.len() >= MAX_TRACKED_SERIES {
+                m.clear();
+            }
+            m.insert(series.to_vec(), time_ns);
         }
-        if m.len() >= MAX_TRACKED_SERIES {
-            m.clear();
-        }
-        m.insert(series.to_vec(), time_ns);
     }
 
     /// Forgets every mark (after rows were deleted behind the write path's back).
     pub fn forget(&self) {
         self.marks().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_only_rise_and_come_back_in_order() {
+        let s = SeriesLocks::default();
+        assert_eq!(s.marks_of([&b"a@"[..], b"b@"]), [None, None]);
+        s.raise_all([(&b"a@"[..], 5), (b"b@", 9), (b"a@", 3)]);
+        s.raise(b"b@", 7);
+        assert_eq!(
+            s.marks_of([&b"b@"[..], b"c@", b"a@"]),
+            [Some(9), None, Some(5)]
+        );
+        s.raise(b"a@", 6);
+        assert_eq!(s.mark(b"a@"), Some(6));
+        s.forget();
+        assert_eq!(s.mark(b"a@"), None);
     }
 }

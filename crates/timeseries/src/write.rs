@@ -324,6 +324,7 @@ pub fn write_records<S: WideColumnStore>(
         }
     }
     let mut ingested = Ingested::default();
+    let mut written = Vec::with_capacity(rows.len());
     for (key, w) in &rows {
         if let Some(why) = failed.get(key.as_slice()) {
             for &i in &w.indexes {
@@ -331,7 +332,7 @@ pub fn write_records<S: WideColumnStore>(
             }
             continue;
         }
-        series.raise(&key[..w.series_len], w.newest_ns);
+        written.push((&key[..w.series_len], w.newest_ns));
         for &i in &w.indexes {
             ingested.total += 1;
             if magnetic_of[i] {
@@ -341,6 +342,7 @@ pub fn write_records<S: WideColumnStore>(
             }
         }
     }
+    series.raise_all(written);
     // 7. Unlock; the caller syncs before it answers.
     drop(guards);
     rejected.sort_by_key(|r| r.index);
@@ -451,9 +453,14 @@ fn read_stored<'a, S: WideColumnStore>(
     // Taken under the series locks: a seal pass raises the watermark before it takes
     // any of them, so this sees every bucket sealed in these series.
     let sealing = handle.meta();
-    for (_, p, pl, _) in points {
+    let marks = handle
+        .series
+        .marks_of(points.iter().map(|(_, _, pl, _)| &pl.row[..pl.series_len]));
+    for ((_, p, pl, _), mark) in points.iter().zip(marks) {
         let series = &pl.row[..pl.series_len];
-        let mark = match handle.series.mark(series) {
+        // A series without a mark is looked up once (a second point of it in this
+        // request finds the mark the first one learned).
+        let mark = match mark.or_else(|| handle.series.mark(series)) {
             Some(m) => m,
             None => {
                 let m = newest_in_series(store, meta, series)?;
