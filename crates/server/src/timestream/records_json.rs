@@ -15,7 +15,10 @@
 //!    operation does not use it).
 //! 3. Each record: `Dimensions`, `MeasureName`, `MeasureValue`, `MeasureValueType`,
 //!    `MeasureValues`, `Time`, `TimeUnit`, `Version`; unknown members skipped, a
-//!    repeated member is an error, `null` is an absent optional member.
+//!    repeated member is an error, `null` is an absent optional member. A dimension or
+//!    measure value written as the SDKs write it (compact, `Name`, `Value`[, `Type`] in
+//!    that order, nothing else) is read in one pass; any other spelling goes back to
+//!    its start and takes the general path. Strings are scanned eight bytes at a time.
 //! 4. Nothing but whitespace may follow the object.
 //!
 //! The differential fuzz in the tests holds this to serde_json's derive of the
