@@ -19,7 +19,7 @@
 //! 4. Delete the directory.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use almanac_engine::Durability;
 use almanac_server::timestream::records_json;
@@ -27,12 +27,11 @@ use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, Ti
 use anyhow::Context;
 
 use crate::bench::cpu_secs;
-use crate::tsbs::data::{FIELDS, Format, Spec};
+use crate::tsbs::data::{FIELDS, Format};
 
 const INSTANCE: &str = "projects/bench/instances/ingest";
 const DB: &str = "benchmark";
 const TABLE: &str = "cpu";
-const NANOS_PER_SEC: i64 = 1_000_000_000;
 /// Magnetic store retention of the table.
 const MAGNETIC_DAYS: i64 = 3650;
 
@@ -92,29 +91,11 @@ impl Stages {
 
 /// Runs `almanac bench ingest`.
 pub fn run(args: IngestArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.hosts > 0, "--hosts must be positive");
     anyhow::ensure!(args.writers > 0, "--writers must be positive");
     anyhow::ensure!(args.batch > 0, "--batch must be positive");
-    anyhow::ensure!(args.interval_secs > 0, "--interval-secs must be positive");
-    anyhow::ensure!(
-        args.days.is_finite() && args.days > 0.0,
-        "--days must be positive"
-    );
+    let spec = crate::tsbs::data_spec(args.hosts, args.days, args.interval_secs, 1, None)?;
+    let readings = spec.readings;
     let interval = args.interval_secs as i64;
-    let readings = (args.days * 86_400.0 / interval as f64).round() as u64;
-    anyhow::ensure!(readings > 0, "--days is shorter than one interval");
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .context("the clock is before 1970")?
-        .as_secs() as i64;
-    let start_secs = (now - readings as i64 * interval).div_euclid(interval) * interval;
-    let spec = Spec {
-        seed: 1,
-        hosts: args.hosts,
-        readings,
-        start_ns: start_secs * NANOS_PER_SEC,
-        interval_ns: interval * NANOS_PER_SEC,
-    };
     let layout = match &args.layout {
         Some(name) => Layout {
             pattern: Pattern::parse(name)?,

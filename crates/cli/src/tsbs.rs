@@ -183,36 +183,11 @@ struct Shared<'a> {
 
 /// Runs the benchmark.
 pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.hosts > 0, "--hosts must be positive");
     anyhow::ensure!(args.writers > 0, "--writers must be positive");
-    anyhow::ensure!(args.interval_secs > 0, "--interval-secs must be positive");
-    anyhow::ensure!(
-        args.days.is_finite() && args.days > 0.0,
-        "--days must be positive"
-    );
+    let start = args.start.as_deref().map(parse_start).transpose()?;
+    let spec = data_spec(args.hosts, args.days, args.interval_secs, args.seed, start)?;
     let span_secs = args.days * SECS_PER_DAY;
-    let readings = (span_secs / args.interval_secs as f64).round() as u64;
-    anyhow::ensure!(readings > 0, "--days is shorter than one interval");
-    let interval = args.interval_secs as i64;
-    let start_secs = match &args.start {
-        Some(s) => parse_start(s)?,
-        None => {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .context("the clock is before 1970")?
-                .as_secs() as i64;
-            (now - readings as i64 * interval).div_euclid(interval) * interval
-        }
-    };
-    let spec = Spec {
-        seed: args.seed,
-        hosts: args.hosts,
-        readings,
-        start_ns: start_secs
-            .checked_mul(NANOS_PER_SEC)
-            .context("--start out of range")?,
-        interval_ns: interval * NANOS_PER_SEC,
-    };
+    let start_secs = spec.start_ns.div_euclid(NANOS_PER_SEC);
     let batch = args.batch.unwrap_or(match args.target {
         Target::Influx => INFLUX_BATCH,
         Target::Almanac => TIMESTREAM_BATCH,
@@ -315,6 +290,43 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         settle(&args, dir, total.rows_ok * data::FIELDS.len() as u64)?;
     }
     Ok(())
+}
+
+/// The data set of `hosts` hosts reading every `interval_secs` for `days` from
+/// `start_secs` (default: now minus the span, rounded down to the interval), with the
+/// flags checked.
+pub(crate) fn data_spec(
+    hosts: u64,
+    days: f64,
+    interval_secs: u64,
+    seed: u64,
+    start_secs: Option<i64>,
+) -> anyhow::Result<Spec> {
+    anyhow::ensure!(hosts > 0, "--hosts must be positive");
+    anyhow::ensure!(interval_secs > 0, "--interval-secs must be positive");
+    anyhow::ensure!(days.is_finite() && days > 0.0, "--days must be positive");
+    let readings = (days * SECS_PER_DAY / interval_secs as f64).round() as u64;
+    anyhow::ensure!(readings > 0, "--days is shorter than one interval");
+    let interval = interval_secs as i64;
+    let start_secs = match start_secs {
+        Some(s) => s,
+        None => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .context("the clock is before 1970")?
+                .as_secs() as i64;
+            (now - readings as i64 * interval).div_euclid(interval) * interval
+        }
+    };
+    Ok(Spec {
+        seed,
+        hosts,
+        readings,
+        start_ns: start_secs
+            .checked_mul(NANOS_PER_SEC)
+            .context("--start out of range")?,
+        interval_ns: interval * NANOS_PER_SEC,
+    })
 }
 
 /// Runs `writer(0..writers)` on as many threads and gathers their results in order (a
