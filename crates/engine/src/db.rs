@@ -38,6 +38,15 @@ const BLOB_THRESHOLD_BYTES: u32 = 16 * 1024;
 /// 8.4-9.2 µs of server CPU per row. The price: a flush can wait behind a compaction
 /// (fjall holds writers back once four sealed memtables wait).
 const STORAGE_WORKER_THREADS: usize = 1;
+/// How much the cells keyspace's memtable holds before it is written out as a table
+/// file (fjall's default: 64 MiB). Larger memtables mean fewer level-0 tables, so
+/// fewer compactions that rewrite data in a write-heavy load; in time-series tables
+/// the rows of a closed bucket are replaced by a sealed block soon after, so a row
+/// that never left level 0 is never rewritten at all. TSBS, 2 writers, a day:
+/// 1.09-1.15M -> 1.22-1.42M points/s, and 21.4 -> 19.8 s of server CPU for the load
+/// and its settling (seal pass and compactions); peak memory 0.5 -> 0.9 GB. fjall
+/// keeps the size a keyspace was created with, so older data directories keep 64 MiB.
+const MEMTABLE_BYTES: u64 = 256 * 1024 * 1024;
 /// Deletes issued per batch when purging ranges, to bound memory.
 pub(crate) const PURGE_BATCH_KEYS: usize = 10_000;
 
@@ -140,9 +149,11 @@ impl Engine {
             .manual_journal_persist(options.durability != Durability::None)
             .open()?;
         let cells = db.keyspace("cells", || {
-            KeyspaceCreateOptions::default().with_kv_separation(Some(
-                KvSeparationOptions::default().separation_threshold(BLOB_THRESHOLD_BYTES),
-            ))
+            KeyspaceCreateOptions::default()
+                .max_memtable_size(MEMTABLE_BYTES)
+                .with_kv_separation(Some(
+                    KvSeparationOptions::default().separation_threshold(BLOB_THRESHOLD_BYTES),
+                ))
         })?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let catalog = load_catalog(&db, &meta)?;
