@@ -78,21 +78,19 @@ pub fn selection_prefixes(measure: &str, leading: &[&str]) -> [Vec<u8>; 2] {
 
 /// The time component for a bucket starting at `secs`.
 pub fn bucket_component(secs: i64, reversed: bool) -> String {
-    let v = if reversed {
-        MAX_BUCKET_SECS_VALUE - secs
-    } else {
-        secs
-    };
-    format!("{v:0BUCKET_DIGITS$}")
+    let mut out = Vec::with_capacity(BUCKET_DIGITS);
+    push_bucket_component(&mut out, secs, reversed);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The time component for a point at `ns`.
 pub fn time_component(ns: i64, reversed: bool) -> String {
-    let v = if reversed { i64::MAX - ns } else { ns };
-    format!("{v:0TIME_DIGITS$}")
+    let mut out = Vec::with_capacity(TIME_DIGITS);
+    push_time_component(&mut out, ns, reversed);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Appends [`bucket_component`] to a key without an intermediate string.
+/// Appends [`bucket_component`] to a key.
 pub fn push_bucket_component(out: &mut Vec<u8>, secs: i64, reversed: bool) {
     let v = if reversed {
         MAX_BUCKET_SECS_VALUE - secs
@@ -102,7 +100,7 @@ pub fn push_bucket_component(out: &mut Vec<u8>, secs: i64, reversed: bool) {
     push_padded(out, v, BUCKET_DIGITS);
 }
 
-/// Appends [`time_component`] to a key without an intermediate string.
+/// Appends [`time_component`] to a key.
 pub fn push_time_component(out: &mut Vec<u8>, ns: i64, reversed: bool) {
     let v = if reversed { i64::MAX - ns } else { ns };
     push_padded(out, v, TIME_DIGITS);
@@ -235,12 +233,20 @@ mod tests {
             for reversed in [false, true].into_iter().filter(|r| !r || v >= 0) {
                 let mut t = b"k@".to_vec();
                 push_time_component(&mut t, v, reversed);
-                let want = format!("k@{}", time_component(v, reversed));
+                let tv = if reversed { i64::MAX - v } else { v };
+                let want = format!("k@{tv:0TIME_DIGITS$}");
                 assert_eq!(String::from_utf8_lossy(&t), want, "time {v} {reversed}");
+                assert_eq!(format!("k@{}", time_component(v, reversed)), want);
                 let mut b = b"k@".to_vec();
                 push_bucket_component(&mut b, v, reversed);
-                let want = format!("k@{}", bucket_component(v, reversed));
+                let bv = if reversed {
+                    MAX_BUCKET_SECS_VALUE - v
+                } else {
+                    v
+                };
+                let want = format!("k@{bv:0BUCKET_DIGITS$}");
                 assert_eq!(String::from_utf8_lossy(&b), want, "bucket {v} {reversed}");
+                assert_eq!(format!("k@{}", bucket_component(v, reversed)), want);
             }
         }
         assert_eq!(time_component(1, false), "0000000000000000001");
