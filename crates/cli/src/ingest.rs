@@ -32,8 +32,6 @@ use crate::tsbs::data::{FIELDS, Format};
 const INSTANCE: &str = "projects/bench/instances/ingest";
 const DB: &str = "benchmark";
 const TABLE: &str = "cpu";
-/// Magnetic store retention of the table.
-const MAGNETIC_DAYS: i64 = 3650;
 
 /// Flags of `almanac bench ingest`.
 #[derive(Debug, clap::Args)]
@@ -95,7 +93,6 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.batch > 0, "--batch must be positive");
     let spec = crate::tsbs::data_spec(args.hosts, args.days, args.interval_secs, 1, None)?;
     let readings = spec.readings;
-    let interval = args.interval_secs as i64;
     let layout = match &args.layout {
         Some(name) => Layout {
             pattern: Pattern::parse(name)?,
@@ -110,14 +107,13 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     let (engine, ts) = crate::patterns::open_embedded_with(&dir, INSTANCE, args.fsync)?;
     ts.create_database(DB, None)?;
-    let memory_hours = (readings as i64 * interval).div_euclid(3600) + 2;
     ts.create_table(
         DB,
         TABLE,
         NewTable {
             retention: Some(Retention {
-                memory_hours,
-                magnetic_days: MAGNETIC_DAYS,
+                memory_hours: crate::tsbs::memory_hours(&spec).try_into()?,
+                magnetic_days: crate::tsbs::MAGNETIC_DAYS.try_into()?,
             }),
             layout,
             ..NewTable::default()

@@ -53,7 +53,7 @@ const INFLUX_BATCH: usize = 10_000;
 /// Records per WriteRecords request: the Timestream maximum.
 const TIMESTREAM_BATCH: usize = 100;
 /// Magnetic store retention of the Timestream table.
-const MAGNETIC_DAYS: u64 = 3650;
+pub(crate) const MAGNETIC_DAYS: u64 = 3650;
 /// Memory store hours added to the span, for the time between "now" and the load.
 const MEMORY_SLACK_HOURS: u64 = 1;
 const DEFAULT_ALMANAC_URL: &str = "http://127.0.0.1:8087";
@@ -186,7 +186,6 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.writers > 0, "--writers must be positive");
     let start = args.start.as_deref().map(parse_start).transpose()?;
     let spec = data_spec(args.hosts, args.days, args.interval_secs, args.seed, start)?;
-    let span_secs = args.days * SECS_PER_DAY;
     let start_secs = spec.start_ns.div_euclid(NANOS_PER_SEC);
     let batch = args.batch.unwrap_or(match args.target {
         Target::Influx => INFLUX_BATCH,
@@ -251,7 +250,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         None
     } else {
         let endpoint = Endpoint::parse(&url)?;
-        prepare(&args, &endpoint, span_secs)?;
+        prepare(&args, &endpoint, memory_hours(&spec))?;
         Some(endpoint)
     };
     let shared = Shared {
@@ -348,8 +347,19 @@ pub(crate) fn run_writers<T: Send>(
     })
 }
 
-/// Creates the database (and table) the load writes to.
-fn prepare(args: &TsbsArgs, endpoint: &Endpoint, span_secs: f64) -> anyhow::Result<()> {
+/// Memory store hours of the table a load of `spec` writes to: its span, rounded up,
+/// and [`MEMORY_SLACK_HOURS`].
+pub(crate) fn memory_hours(spec: &Spec) -> u64 {
+    let span_secs = spec
+        .readings
+        .saturating_mul(spec.interval_ns.unsigned_abs())
+        / NANOS_PER_SEC.unsigned_abs();
+    span_secs.div_ceil(3600) + MEMORY_SLACK_HOURS
+}
+
+/// Creates the database (and table, `memory_hours` in its memory store) the load
+/// writes to.
+fn prepare(args: &TsbsArgs, endpoint: &Endpoint, memory_hours: u64) -> anyhow::Result<()> {
     let mut client = Client::new(endpoint.clone());
     match args.target {
         Target::Influx => {
@@ -363,7 +373,6 @@ fn prepare(args: &TsbsArgs, endpoint: &Endpoint, span_secs: f64) -> anyhow::Resu
         }
         Target::Almanac => {
             let db = data::json_str(&args.db);
-            let memory_hours = (span_secs / 3600.0).ceil() as u64 + MEMORY_SLACK_HOURS;
             let calls = [
                 ("CreateDatabase", format!(r#"{{"DatabaseName":{db}}}"#)),
                 (
@@ -695,6 +704,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn the_table_keeps_the_whole_span_in_its_memory_store() {
+        let hours = |days: f64| memory_hours(&data_spec(100, days, 10, 1, Some(0)).unwrap());
+        assert_eq!(hours(1.0), 24 + MEMORY_SLACK_HOURS);
+        assert_eq!(hours(0.02), 1 + MEMORY_SLACK_HOURS);
+        assert_eq!(hours(0.25), 6 + MEMORY_SLACK_HOURS);
+        assert_eq!(hours(0.26), 7 + MEMORY_SLACK_HOURS);
+    }
 
     #[test]
     fn parses_and_formats_start_times() {
