@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
+import socket
+import time
 
 from google.cloud import bigtable
 from google.cloud.bigtable import column_family as cf
@@ -141,3 +144,37 @@ def test_data_and_schema_survive_restarts(fresh_server):
     for c in (first, second, third):
         c.close()
     assert fresh_server.stop() == 0
+
+
+def test_sigterm_stops_accepting_and_finishes_the_read_in_flight(fresh_server):
+    """SIGTERM mid-scan: new connections are refused, the scan still ends whole, exit 0."""
+    c = Clients(fresh_server.host)
+    c.instance.table("drain").create(column_families={"cf": None})
+    t = c.data.get_table(INSTANCE, "drain")
+    value = os.urandom(4096)
+    for start in range(0, 3000, 500):
+        t.bulk_mutate_rows(
+            [RowMutationEntry(b"r%05d" % i, [SetCell("cf", b"q", value, MS)])
+             for i in range(start, start + 500)]
+        )
+    # 12 MB: far more than the HTTP/2 windows, so the scan waits on this reader.
+    stream = iter(t.read_rows_stream(ReadRowsQuery(), operation_timeout=120))
+    keys = [next(stream).row_key]
+    fresh_server.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while True:  # the listener closes before the in-flight calls finish
+        try:
+            socket.create_connection((fresh_server.host.split(":")[0], fresh_server.port), 0.5).close()
+        except ConnectionRefusedError:
+            break
+        assert time.monotonic() < deadline, "still accepting connections 10 s after SIGTERM"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert fresh_server.proc.poll() is None, "exited with a read still in flight"
+    for row in stream:
+        assert row.cells[0].value == value
+        keys.append(row.row_key)
+    assert keys == [b"r%05d" % i for i in range(3000)]
+    t.close()
+    c.close()
+    assert fresh_server.stop() == 0, fresh_server.log_text()

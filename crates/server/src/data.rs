@@ -27,20 +27,36 @@ pub struct DataService {
     committer: Committer,
     /// SQL for PrepareQuery / ExecuteQuery.
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
+    /// Where SQL runs: a multi-threaded runtime, so a query's partitions run in
+    /// parallel rather than on the calling connection's shard thread.
+    sql_runtime: tokio::runtime::Handle,
 }
 
 impl DataService {
-    /// Serves `engine`; starts the write committer thread.
+    /// Serves `engine`, running SQL on `sql_runtime`; starts the write committer thread.
     pub fn new(
         engine: Engine,
         sql: std::sync::Arc<almanac_sql::SqlEngine>,
+        sql_runtime: tokio::runtime::Handle,
     ) -> std::io::Result<Self> {
         let committer = Committer::start(engine.clone())?;
         Ok(Self {
             engine,
             committer,
             sql,
+            sql_runtime,
         })
+    }
+
+    /// Runs a SQL call on the SQL runtime.
+    async fn on_sql_runtime<T: Send + 'static>(
+        &self,
+        call: impl Future<Output = Result<T, Status>> + Send + 'static,
+    ) -> Result<T, Status> {
+        self.sql_runtime
+            .spawn(call)
+            .await
+            .map_err(|e| Status::internal(format!("SQL task failed: {e}")))?
     }
 }
 
@@ -307,8 +323,12 @@ impl Bigtable for DataService {
         request: Request<pb::PrepareQueryRequest>,
     ) -> Result<Response<pb::PrepareQueryResponse>, Status> {
         let now = std::time::SystemTime::now();
-        let prepared =
-            crate::execute_query::prepare_query(&self.sql, request.into_inner(), now).await?;
+        let sql = self.sql.clone();
+        let prepared = self
+            .on_sql_runtime(async move {
+                crate::execute_query::prepare_query(&sql, request.into_inner(), now).await
+            })
+            .await?;
         Ok(Response::new(prepared))
     }
 
@@ -316,7 +336,12 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ExecuteQueryRequest>,
     ) -> Result<Response<BoxStream<pb::ExecuteQueryResponse>>, Status> {
-        let stream = crate::execute_query::execute_query(&self.sql, request.into_inner()).await?;
+        let sql = self.sql.clone();
+        let stream = self
+            .on_sql_runtime(async move {
+                crate::execute_query::execute_query(&sql, request.into_inner()).await
+            })
+            .await?;
         Ok(Response::new(stream))
     }
 

@@ -33,6 +33,7 @@ pub mod execute_query;
 pub mod instance;
 pub mod names;
 pub mod read_rows;
+pub mod shards;
 pub mod status;
 pub mod timestream;
 pub mod unimplemented;
@@ -45,9 +46,8 @@ use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_server::Bigta
 use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
 use almanac_engine::Engine;
 use tokio::net::TcpListener;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 
+use crate::shards::Shards;
 use crate::unimplemented::NameUnimplemented;
 
 /// Largest gRPC message accepted or sent: a 256 MiB row plus framing.
@@ -75,9 +75,9 @@ pub enum ServeError {
     /// The write committer thread could not start.
     #[error("cannot start the write committer: {0}")]
     Committer(std::io::Error),
-    /// The transport failed.
-    #[error("gRPC transport: {0}")]
-    Transport(#[from] tonic::transport::Error),
+    /// A shard thread could not start, or its transport failed.
+    #[error(transparent)]
+    Shard(#[from] shards::ShardError),
 }
 
 /// A bound listener, ready to serve.
@@ -101,38 +101,39 @@ pub async fn bind(addr: SocketAddr) -> Result<Bound, ServeError> {
 }
 
 /// Serves the Bigtable APIs over `engine` until `shutdown` completes; in-flight
-/// requests finish before this returns.
+/// requests finish before this returns. Connections are spread over [`shards`], one
+/// thread each; SQL runs on the caller's runtime.
 pub async fn serve(
     engine: Engine,
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
     bound: Bound,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let data = data::DataService::new(engine.clone(), sql).map_err(ServeError::Committer)?;
-    let data = BigtableServer::new(data)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let table_admin = BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let instance_admin =
-        BigtableInstanceAdminServer::new(instance::InstanceAdminService::new(engine));
-    // Small gRPC frames must not wait for Nagle's algorithm and delayed ACKs (a ~40 ms
-    // stall per streaming call on loopback); instead the frames a connection has ready
-    // leave in one write ([`coalesce`]).
-    let incoming = TcpListenerStream::new(bound.listener).map(|conn| {
-        conn.and_then(|s| {
-            s.set_nodelay(true)?;
-            Ok(coalesce::Coalesce::new(s))
-        })
-    });
-    tonic::transport::Server::builder()
-        .initial_stream_window_size(STREAM_WINDOW_BYTES)
-        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
-        .max_frame_size(MAX_FRAME_BYTES)
-        .add_service(NameUnimplemented::new(data))
-        .add_service(NameUnimplemented::new(table_admin))
-        .add_service(NameUnimplemented::new(instance_admin))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await?;
+    let data = data::DataService::new(engine.clone(), sql, tokio::runtime::Handle::current())
+        .map_err(ServeError::Committer)?;
+    let data = NameUnimplemented::new(
+        BigtableServer::new(data)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+    );
+    let table_admin = NameUnimplemented::new(
+        BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES),
+    );
+    let instance_admin = NameUnimplemented::new(BigtableInstanceAdminServer::new(
+        instance::InstanceAdminService::new(engine),
+    ));
+    let shards = Shards::start(shards::shard_count(), move |incoming, stop| {
+        tonic::transport::Server::builder()
+            .initial_stream_window_size(STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+            .max_frame_size(MAX_FRAME_BYTES)
+            .add_service(data.clone())
+            .add_service(table_admin.clone())
+            .add_service(instance_admin.clone())
+            .serve_with_incoming_shutdown(incoming, stop)
+    })?;
+    shards.accept(bound.listener, shutdown).await;
+    shards.join().await?;
     Ok(())
 }

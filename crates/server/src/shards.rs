@@ -1,0 +1,433 @@
+//! Connection-pinned serving: every gRPC connection lives on one shard thread.
+//!
+//! tokio's work-stealing runtime moves tasks between its workers, and hyper spawns
+//! a task for every HTTP/2 stream. On two workers a unary call woke the idle worker
+//! to steal the new stream's task, and the answer woke the connection's worker
+//! again: wakeups and context switches that cost about a fifth of a point read's
+//! server CPU (Go client, 16 streams on one connection: 29 µs per read on two
+//! workers, 22-23.5 µs with one).
+//!
+//! A connection, step by step:
+//! 1. The acceptor ([`Shards::accept`], on the caller's runtime) accepts it, turns
+//!    Nagle's algorithm off and hands the socket to the shard with the fewest open
+//!    connections.
+//! 2. A shard is a tokio runtime with one worker thread and its own tonic server,
+//!    fed by a channel of sockets. The connection's HTTP/2 framing, message
+//!    decoding, handlers and point reads all run on that worker. Only work that must
+//!    leave it does: scans and admin calls go to the shard's blocking pool, writes to
+//!    the committer thread, SQL to the caller's runtime. (A one-worker multi-thread
+//!    runtime, not a current-thread one: when the syncer answers a group of writes,
+//!    the current-thread runtime was unparked through its eventfd once per answer
+//!    and sent each answer in its own `send`, 48 µs of server CPU per write against
+//!    43; the multi-thread scheduler unparks an idle worker once.)
+//! 3. There are as many shards as cores ([`shard_count`]): connections, not calls,
+//!    are spread over them, the way a client's pool of connections spreads its calls.
+//! 4. On shutdown the acceptor stops, each shard's server stops accepting and
+//!    finishes the calls in flight, and [`Shards::join`] returns once every shard has.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+use crate::coalesce::Coalesce;
+
+/// Pause after a failed `accept` (out of file descriptors, say) before trying again,
+/// so a persistent failure does not spin a core.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// A connection as a shard's server sees it: coalesced writes over a shard socket.
+pub type ShardConn = Coalesce<ShardSocket>;
+/// The sockets handed to one shard.
+pub type Incoming = Box<dyn tokio_stream::Stream<Item = io::Result<ShardConn>> + Send + Unpin>;
+/// Resolves when the shard's server should stop accepting and drain.
+pub type Stop = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// How a shard's server ended.
+type Outcome = Result<(), tonic::transport::Error>;
+
+/// Shards to start: one per core the process may use.
+pub fn shard_count() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+/// Why serving on the shards failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    /// A shard thread or its runtime could not start.
+    #[error("cannot start a gRPC shard thread: {0}")]
+    Start(io::Error),
+    /// A shard's server failed.
+    #[error("gRPC transport on shard {shard}: {source}")]
+    Transport {
+        /// The shard.
+        shard: usize,
+        /// What failed.
+        source: tonic::transport::Error,
+    },
+    /// A shard thread ended without reporting (it panicked).
+    #[error("gRPC shard {0} stopped unexpectedly")]
+    Lost(usize),
+}
+
+struct Shard {
+    sockets: mpsc::UnboundedSender<(std::net::TcpStream, Open)>,
+    open: Arc<AtomicUsize>,
+    done: oneshot::Receiver<Outcome>,
+}
+
+/// The running shard threads; see the module docs.
+pub struct Shards {
+    shards: Vec<Shard>,
+    stop: watch::Sender<bool>,
+}
+
+impl Shards {
+    /// Starts `count` shard threads, each serving the sockets it is handed with the
+    /// server `serve` builds (it gets the shard's sockets and its stop signal).
+    pub fn start<F, Fut>(count: usize, serve: F) -> Result<Self, ShardError>
+    where
+        F: Fn(Incoming, Stop) -> Fut + Clone + Send + 'static,
+        Fut: Future<Output = Outcome>,
+    {
+        let (stop, _) = watch::channel(false);
+        let mut shards = Vec::with_capacity(count);
+        for i in 0..count.max(1) {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .thread_name(format!("almanac-grpc-{i}"))
+                .build()
+                .map_err(ShardError::Start)?;
+            let (sockets, rx) = mpsc::unbounded_channel();
+            let (done_tx, done) = oneshot::channel();
+            let mut stopped = stop.subscribe();
+            let serve = serve.clone();
+            std::thread::Builder::new()
+                .name(format!("grpc-{i}-accept"))
+                .spawn(move || {
+                    let incoming = UnboundedReceiverStream::new(rx).map(adopt);
+                    let stop: Stop = Box::pin(async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    });
+                    // The server's accept loop runs here; its connections run on the worker.
+                    let outcome = runtime.block_on(serve(Box::new(incoming), stop));
+                    let _ = done_tx.send(outcome);
+                })
+                .map_err(ShardError::Start)?;
+            shards.push(Shard {
+                sockets,
+                open: Arc::new(AtomicUsize::new(0)),
+                done,
+            });
+        }
+        Ok(Self { shards, stop })
+    }
+
+    /// Accepts connections on `listener` and hands each to a shard until `shutdown`
+    /// completes; then tells every shard to stop.
+    pub async fn accept(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                a = listener.accept() => a,
+            };
+            match accepted {
+                Ok((socket, _)) => self.dispatch(socket),
+                Err(e) => {
+                    eprintln!("almanac: accepting a gRPC connection failed: {e}");
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                }
+            }
+        }
+        self.stop.send_replace(true);
+    }
+
+    /// Hands `socket` to the shard with the fewest open connections.
+    fn dispatch(&self, socket: TcpStream) {
+        // Small gRPC frames must not wait for Nagle's algorithm and delayed ACKs (a
+        // ~40 ms stall per streaming call on loopback); the frames a connection has
+        // ready leave in one write instead ([`crate::coalesce`]).
+        let socket = match socket.set_nodelay(true).and_then(|()| socket.into_std()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("almanac: setting up a gRPC connection failed: {e}");
+                return;
+            }
+        };
+        let Some(shard) = self
+            .shards
+            .iter()
+            .min_by_key(|s| s.open.load(Ordering::Relaxed))
+        else {
+            return;
+        };
+        let open = Open::new(&shard.open);
+        // A shard whose server has ended drops the socket, which closes it.
+        let _ = shard.sockets.send((socket, open));
+    }
+
+    /// Waits until every shard's server has finished its calls in flight; the first
+    /// failure, if any.
+    pub async fn join(self) -> Result<(), ShardError> {
+        let mut first = Ok(());
+        for (shard, s) in self.shards.into_iter().enumerate() {
+            drop(s.sockets);
+            let outcome = match s.done.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(source)) => Err(ShardError::Transport { shard, source }),
+                Err(_) => Err(ShardError::Lost(shard)),
+            };
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+}
+
+/// Registers a handed-over socket with the shard's runtime.
+fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardConn> {
+    socket.set_nonblocking(true)?;
+    let io = TcpStream::from_std(socket)?;
+    Ok(Coalesce::new(ShardSocket {
+        io,
+        write_shut: false,
+        linger: None,
+        _open: open,
+    }))
+}
+
+/// One open connection counted against its shard until dropped.
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A shard's socket: counted as one open connection of its shard while it lives,
+/// and closed lingering.
+///
+/// Closing a socket whose peer has sent bytes not yet read (a client's last
+/// WINDOW_UPDATE or PING after the final response) makes the kernel answer with a
+/// reset and throw away what it had not transmitted yet: the tail of a large
+/// response the client was still reading when the server stopped. So a graceful
+/// close ([`AsyncWrite::poll_shutdown`]) sends FIN, then reads and discards until
+/// the client closes its side, for at most [`LINGER_ON_CLOSE`].
+pub struct ShardSocket {
+    io: TcpStream,
+    write_shut: bool,
+    linger: Option<Pin<Box<tokio::time::Sleep>>>,
+    _open: Open,
+}
+
+/// Longest a closing connection waits for the client to close its side.
+pub const LINGER_ON_CLOSE: Duration = Duration::from_secs(2);
+
+impl ShardSocket {
+    /// Discards what the client sends until it closes, an error, or the deadline.
+    fn poll_linger(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self
+            .linger
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(LINGER_ON_CLOSE)));
+        if deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(());
+        }
+        let mut scratch = [0u8; 1024];
+        loop {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => {}
+                Poll::Ready(_) => return Poll::Ready(()),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ShardSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.io.fmt(f)
+    }
+}
+
+impl AsyncRead for ShardSocket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ShardSocket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if !me.write_shut {
+            std::task::ready!(Pin::new(&mut me.io).poll_shutdown(cx))?;
+            me.write_shut = true;
+        }
+        me.poll_linger(cx).map(Ok)
+    }
+}
+
+impl Connected for ShardSocket {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
+    }
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests stop at the first surprise"
+)]
+mod tests {
+    use std::sync::atomic::AtomicU8;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A stand-in server: greets each connection with its shard's number, keeps it
+    /// until the client hangs up, and ends when told to stop.
+    fn greeter(
+        next_id: Arc<AtomicU8>,
+    ) -> impl Fn(Incoming, Stop) -> Pin<Box<dyn Future<Output = Outcome>>> + Clone + Send + 'static
+    {
+        move |mut incoming, mut stop| {
+            let id = next_id.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async move {
+                loop {
+                    let conn = tokio::select! {
+                        () = &mut stop => return Ok(()),
+                        c = incoming.next() => c,
+                    };
+                    let Some(Ok(mut conn)) = conn else {
+                        return Ok(());
+                    };
+                    tokio::spawn(async move {
+                        conn.write_all(&[id]).await?;
+                        // Coalesce holds the first flush back for company; the second writes.
+                        conn.flush().await?;
+                        conn.flush().await?;
+                        let mut rest = Vec::new();
+                        conn.read_to_end(&mut rest).await
+                    });
+                }
+            })
+        }
+    }
+
+    async fn shard_of(addr: std::net::SocketAddr) -> (tokio::net::TcpStream, u8) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut id = [0u8];
+        s.read_exact(&mut id).await.unwrap();
+        (s, id[0])
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_go_to_the_least_loaded_shard_and_shutdown_drains() {
+        let shards = Arc::new(Shards::start(2, greeter(Arc::new(AtomicU8::new(0)))).unwrap());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let acceptor = {
+            let shards = Arc::clone(&shards);
+            tokio::spawn(async move {
+                shards
+                    .accept(listener, async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            })
+        };
+
+        // Four connections held open spread two and two.
+        let mut open = Vec::new();
+        for _ in 0..4 {
+            open.push(shard_of(addr).await);
+        }
+        let on =
+            |open: &[(tokio::net::TcpStream, u8)], id| open.iter().filter(|c| c.1 == id).count();
+        assert_eq!(
+            (on(&open, 0), on(&open, 1)),
+            (2, 2),
+            "{:?}",
+            open.iter().map(|c| c.1).collect::<Vec<_>>()
+        );
+
+        // Close one shard's two; the shard counts them gone, so the next two go there.
+        let emptied = open[0].1;
+        open.retain(|c| c.1 != emptied);
+        for _ in 0..100 {
+            if shards.shards[usize::from(emptied)]
+                .open
+                .load(Ordering::Relaxed)
+                == 0
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for _ in 0..2 {
+            let (s, id) = shard_of(addr).await;
+            assert_eq!(id, emptied, "a new connection went to the busier shard");
+            open.push((s, id));
+        }
+
+        stop_tx.send(()).unwrap();
+        acceptor.await.unwrap();
+        let shards = Arc::into_inner(shards).expect("the acceptor let go of the shards");
+        shards.join().await.unwrap();
+        // The listener is gone with the acceptor: nothing accepts any more.
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    }
+}
