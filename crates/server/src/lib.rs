@@ -5,18 +5,21 @@
 //! [`almanac_engine::Engine`].
 //!
 //! ## A request, step by step
+//! 0. Its connection was handed to one shard when accepted ([`shards`]: a one-worker
+//!    runtime per core); everything below runs on that shard's worker unless it says
+//!    otherwise.
 //! 1. tonic decodes the protobuf ([`serve`] allows messages up to
 //!    [`MAX_MESSAGE_BYTES`], room for a 256 MiB row, and HTTP/2 windows of
 //!    [`STREAM_WINDOW_BYTES`] so a batch arrives without waiting for window updates).
 //! 2. The handler ([`data`], [`admin`], [`instance`]) parses the resource name
 //!    ([`names`]) and converts the request to engine types ([`convert`]).
-//! 3. Point reads run on the async worker, scans on tokio's blocking pool
+//! 3. Point reads run on the shard's worker, scans on its blocking pool
 //!    ([`read_rows`]); writes go to the committer thread, which applies them in
 //!    groups and hands each group to the syncer thread, which answers after one fsync
 //!    per group while the next is applied ([`committer`]); admin calls run on the
 //!    blocking pool.
-//!    PrepareQuery / ExecuteQuery plan and stream SQL through [`almanac_sql`]
-//!    ([`execute_query`]).
+//!    PrepareQuery / ExecuteQuery plan and stream SQL through [`almanac_sql`] on the
+//!    caller's multi-threaded runtime ([`execute_query`]).
 //! 4. Results go back as protobuf; ReadRows frames rows into chunks ([`chunks`]),
 //!    ExecuteQuery frames them into checksummed `ProtoRows` batches.
 //! 5. Engine and SQL errors become gRPC statuses in exactly one place ([`status`]); RPCs
