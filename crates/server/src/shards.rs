@@ -134,7 +134,8 @@ impl Shards {
     }
 
     /// Accepts connections on `listener` and hands each to a shard until `shutdown`
-    /// completes; then tells every shard to stop.
+    /// completes or a shard's server has ended on its own (then [`Shards::join`] says
+    /// why); then tells every shard to stop.
     pub async fn accept(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         loop {
@@ -143,7 +144,13 @@ impl Shards {
                 a = listener.accept() => a,
             };
             match accepted {
-                Ok((socket, _)) => self.dispatch(socket),
+                Ok((socket, _)) => {
+                    if let Some(ended) = self.shards.iter().position(|s| s.sockets.is_closed()) {
+                        eprintln!("almanac: gRPC shard {ended} has stopped; shutting down");
+                        break;
+                    }
+                    self.dispatch(socket);
+                }
                 Err(e) => {
                     eprintln!("almanac: accepting a gRPC connection failed: {e}");
                     tokio::time::sleep(ACCEPT_RETRY).await;
@@ -366,6 +373,37 @@ mod tests {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_shard_that_ends_on_its_own_stops_the_acceptor() {
+        let greet = greeter(Arc::new(AtomicU8::new(0)));
+        let calls = Arc::new(AtomicU8::new(0));
+        let shards = Shards::start(2, move |incoming, stop| {
+            // One of the two servers ends at once, as a failed one would.
+            let ends = calls.fetch_add(1, Ordering::Relaxed) == 1;
+            let server = greet(incoming, stop);
+            async move { if ends { Ok(()) } else { server.await } }
+        })
+        .unwrap();
+        for _ in 0..100 {
+            if shards.shards.iter().any(|s| s.sockets.is_closed()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(tokio::net::TcpStream::connect(addr));
+        // No shutdown signal: the acceptor returns because a shard has ended.
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            shards.accept(listener, std::future::pending()),
+        )
+        .await
+        .expect("the acceptor kept going with a shard gone");
+        drop(client);
+        shards.join().await.unwrap();
+    }
+
     async fn shard_of(addr: std::net::SocketAddr) -> (tokio::net::TcpStream, u8) {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut id = [0u8];
@@ -408,10 +446,11 @@ mod tests {
         let emptied = open[0].1;
         open.retain(|c| c.1 != emptied);
         for _ in 0..100 {
-            if shards.shards[usize::from(emptied)]
-                .open
-                .load(Ordering::Relaxed)
-                == 0
+            // (Greeting numbers follow the order the shards started in, not their index.)
+            if shards
+                .shards
+                .iter()
+                .any(|s| s.open.load(Ordering::Relaxed) == 0)
             {
                 break;
             }
