@@ -23,7 +23,8 @@
 //! 3. There are as many shards as cores ([`shard_count`]): connections, not calls,
 //!    are spread over them, the way a client's pool of connections spreads its calls.
 //! 4. On shutdown the acceptor stops, each shard's server stops accepting and
-//!    finishes the calls in flight, and [`Shards::join`] returns once every shard has.
+//!    finishes the calls in flight, each connection closes lingering
+//!    ([`ShardSocket`]), and [`Shards::join`] returns once every shard has.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -209,7 +210,6 @@ fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardConn> {
     let io = TcpStream::from_std(socket)?;
     Ok(Coalesce::new(ShardSocket {
         io,
-        write_shut: false,
         linger: None,
         _open: open,
     }))
@@ -242,7 +242,7 @@ impl Drop for Open {
 /// the client closes its side, for at most [`LINGER_ON_CLOSE`].
 pub struct ShardSocket {
     io: TcpStream,
-    write_shut: bool,
+    /// Set once FIN is sent: the end of the lingering.
     linger: Option<Pin<Box<tokio::time::Sleep>>>,
     _open: Open,
 }
@@ -314,9 +314,8 @@ impl AsyncWrite for ShardSocket {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let me = self.get_mut();
-        if !me.write_shut {
+        if me.linger.is_none() {
             std::task::ready!(Pin::new(&mut me.io).poll_shutdown(cx))?;
-            me.write_shut = true;
         }
         me.poll_linger(cx).map(Ok)
     }
