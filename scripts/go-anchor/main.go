@@ -1,4 +1,4 @@
-// The Go anchor of `almanac bench grpc`: Google's Go Bigtable client driving either
+// The Go anchor of `almanac-bench grpc`: Google's Go Bigtable client driving either
 // the official in-memory emulator (bttest) or Almanac, with the same phases as the
 // Rust load generator (crates/cli/src/loadgen.rs), so both servers are measured by
 // one client in one run.

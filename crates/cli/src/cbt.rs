@@ -23,98 +23,10 @@ mod gc;
 mod rows;
 mod tables;
 
-use std::time::Duration;
-
-use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
-use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
 use anyhow::Context;
-use tonic::transport::{Channel, Endpoint};
 
-/// Where the server listens when neither `--addr` nor `$BIGTABLE_EMULATOR_HOST` says.
-const DEFAULT_ADDR: &str = "127.0.0.1:8086";
-
-/// How long to wait for the TCP connection before reporting the server unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Largest gRPC message the clients send or accept: room for a 256 MiB row, as on the server.
-pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024 + 1024 * 1024;
-
-/// Which server and instance a command talks to.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Conn {
-    /// Server address host:port. Default: $BIGTABLE_EMULATOR_HOST, else 127.0.0.1:8086.
-    #[arg(long)]
-    addr: Option<String>,
-    /// Project of the instance.
-    #[arg(long, default_value = "almanac")]
-    project: String,
-    /// Instance holding the tables.
-    #[arg(long, default_value = "almanac")]
-    instance: String,
-}
-
-impl Conn {
-    /// The address to dial: the flag, else `$BIGTABLE_EMULATOR_HOST`, else the default.
-    pub fn addr(&self) -> String {
-        if let Some(a) = &self.addr {
-            return a.clone();
-        }
-        match std::env::var("BIGTABLE_EMULATOR_HOST") {
-            Ok(a) if !a.is_empty() => a,
-            _ => DEFAULT_ADDR.to_string(),
-        }
-    }
-
-    /// `projects/P/instances/I`.
-    pub fn instance_name(&self) -> String {
-        format!("projects/{}/instances/{}", self.project, self.instance)
-    }
-
-    /// `projects/P/instances/I/tables/T`.
-    pub fn table_name(&self, table: &str) -> String {
-        format!("{}/tables/{table}", self.instance_name())
-    }
-
-    /// Opens one channel to the server (HTTP/2; requests multiplex over it).
-    pub async fn channel(&self) -> anyhow::Result<Channel> {
-        let addr = self.addr();
-        let uri = if addr.contains("://") {
-            addr.clone()
-        } else {
-            format!("http://{addr}")
-        };
-        Endpoint::from_shared(uri)
-            .with_context(|| format!("bad server address {addr:?}"))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .connect()
-            .await
-            .with_context(|| format!("connecting to {addr}"))
-    }
-}
-
-/// A data client with the message limits raised to [`MAX_MESSAGE_BYTES`].
-pub fn data_client(channel: Channel) -> BigtableClient<Channel> {
-    BigtableClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
-}
-
-/// A table-admin client with the message limits raised to [`MAX_MESSAGE_BYTES`].
-pub fn admin_client(channel: Channel) -> BigtableTableAdminClient<Channel> {
-    BigtableTableAdminClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
-}
-
-/// A server error as the user sees it: the RPC, the gRPC code (name and number), the message.
-pub fn status_error(rpc: &str, s: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{rpc}: {:?} ({}): {}",
-        s.code(),
-        s.code() as i32,
-        s.message()
-    )
-}
+pub use almanac_client::grpc::{Conn, admin_client, data_client};
+pub use almanac_client::status_error;
 
 /// The cbt-like subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use serde_json::{Value as Json, json};
 
-use crate::http::{Client, Endpoint};
+use almanac_client::http::{Client, Endpoint};
 
 /// `X-Amz-Target` prefix of timestream-write.
 const TARGET_PREFIX: &str = "Timestream_20181101";

@@ -2,6 +2,8 @@
 //! timestamp. Sum, Min and Max cells hold an int64 as 8 bytes big-endian (what
 //! ReadRows returns for Bigtable's aggregate int64 types); HLL cells hold a sketch
 //! (see [`crate::hll`]).
+//!
+//! Byte layout: docs/format.md#cell-values
 
 use crate::error::{Error, Result};
 use crate::hll::Sketch;

@@ -22,6 +22,8 @@
 //!          3 intersection / 4 union + u16 count + that many rules
 //! ```
 //! Decoding never panics: a short or unknown record is `Error::Corrupt`.
+//!
+//! Byte layout: docs/format.md#meta-keyspace
 
 use std::sync::Arc;
 

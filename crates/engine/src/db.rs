@@ -1,10 +1,11 @@
 //! The engine handle: opening a data directory, the catalog of tables, and the
 //! admin operations (create/get/list/delete tables, modify families, drop rows).
 //!
-//! Catalog changes are copy-on-write: a table's [`TableMeta`] is an `Arc` that
-//! writers and readers clone at the start of a request. Writers hold the catalog's
-//! read lock while they validate and commit, and admin changes take its write lock,
-//! so no write can land in a family or table that is being dropped.
+//! Catalog changes (the [`TableDirectory`]) are copy-on-write: a table's
+//! [`TableMeta`] is an `Arc` that writers and readers clone at the start of a
+//! request. Writers hold the catalog's read lock while they validate and commit, and
+//! admin changes take its write lock, so no write can land in a family or table that
+//! is being dropped.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,25 +30,16 @@ use crate::warning::{Warning, WarningSink};
 /// Values at least this large are stored apart from the keys (fjall's key-value
 /// separation), so compactions do not rewrite them and scans over keys stay dense.
 const BLOB_THRESHOLD_BYTES: u32 = 16 * 1024;
-/// fjall's background workers (memtable flushes and compactions). With two or more,
-/// fjall's first worker keeps itself free for flushes by putting back every compaction
-/// request it takes, and while the others are busy compacting it takes the same
-/// request again at once: a busy loop that burned 17% of the server's CPU under
-/// MutateRows of 1 KB rows (fjall 3.1, `worker_pool::worker_tick`). One worker flushes
-/// and compacts in turn, and nothing spins: MutateRows x100 went from 10.7-11.0 to
-/// 8.4-9.2 µs of server CPU per row. The price: a flush can wait behind a compaction
-/// (fjall holds writers back once four sealed memtables wait).
+/// fjall's background workers (flushes and compactions): with more than one, fjall's
+/// first worker spins taking and putting back compaction requests while the others
+/// compact. Why: ARCHITECTURE.md, Decisions; measurements: docs/benchmarks.md,
+/// Measurements behind the defaults.
 const STORAGE_WORKER_THREADS: usize = 1;
-/// How much the cells keyspace's memtable holds before it is written out as a table
-/// file (fjall's default: 64 MiB). Larger memtables mean fewer level-0 tables, so
-/// fewer compactions that rewrite data in a write-heavy load; in time-series tables
-/// the rows of a closed bucket are replaced by a sealed block soon after, so a row
-/// that never left level 0 is never rewritten at all. TSBS, 2 writers, a day, the
-/// same binary interleaved: 1.12-1.15M -> 1.22-1.28M points/s, and 21.4-21.5 ->
-/// 19.8-20.3 s of server CPU for the load and its settling (seal pass and
-/// compactions); peak memory 0.5 -> 0.9 GB. The price at a restart after `kill -9`
-/// is a longer journal to replay: 300 MB of it, 1.2 s. fjall keeps the size a
-/// keyspace was created with, so older data directories keep 64 MiB.
+/// The cells keyspace's memtable (fjall's default: 64 MiB): fewer level-0 tables and
+/// compactions under heavy writes, for more memory and a longer replay after a crash.
+/// fjall keeps the size a keyspace was created with (older directories keep 64 MiB).
+/// Why: ARCHITECTURE.md, Decisions; measurements: docs/benchmarks.md, Measurements
+/// behind the defaults.
 const MEMTABLE_BYTES: u64 = 256 * 1024 * 1024;
 /// Deletes issued per batch when purging ranges, to bound memory.
 pub(crate) const PURGE_BATCH_KEYS: usize = 10_000;
@@ -84,14 +76,15 @@ impl Default for Options {
     }
 }
 
-/// Tables by instance, then by table id.
+/// The engine's catalog in memory: tables by instance, then by table id, and the next
+/// table id. (The time-series layer's catalog is `SeriesCatalog`, SQL's is `SqlCatalog`.)
 #[derive(Debug, Default)]
-pub(crate) struct Catalog {
+pub(crate) struct TableDirectory {
     pub tables: HashMap<String, HashMap<String, Arc<TableMeta>>>,
     pub next_table_id: u32,
 }
 
-impl Catalog {
+impl TableDirectory {
     pub fn get(&self, instance: &str, table: &str) -> Result<&Arc<TableMeta>> {
         self.tables
             .get(instance)
@@ -104,7 +97,7 @@ pub(crate) struct Inner {
     pub db: Database,
     pub cells: Keyspace,
     pub meta: Keyspace,
-    pub catalog: RwLock<Catalog>,
+    pub catalog: RwLock<TableDirectory>,
     pub clock: Arc<dyn Clock>,
     pub rng: Rng,
     pub locks: RowLocks,
@@ -181,14 +174,14 @@ impl Engine {
         Ok(Self { inner })
     }
 
-    pub(crate) fn catalog(&self) -> Result<RwLockReadGuard<'_, Catalog>> {
+    pub(crate) fn catalog(&self) -> Result<RwLockReadGuard<'_, TableDirectory>> {
         self.inner
             .catalog
             .read()
             .map_err(|_| Error::Storage("catalog lock poisoned".into()))
     }
 
-    fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, Catalog>> {
+    fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, TableDirectory>> {
         self.inner
             .catalog
             .write()
@@ -274,7 +267,7 @@ impl Engine {
     /// it in the catalog.
     fn install_with_new_id(
         &self,
-        cat: &mut Catalog,
+        cat: &mut TableDirectory,
         mut meta: TableMeta,
         retired: Option<u32>,
     ) -> Result<TableInfo> {
@@ -600,9 +593,9 @@ pub(crate) fn encoded_range(table_id: u32, r: &RowRange) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-fn load_catalog(db: &Database, meta: &Keyspace) -> Result<Catalog> {
+fn load_catalog(db: &Database, meta: &Keyspace) -> Result<TableDirectory> {
     let snapshot = db.snapshot();
-    let mut cat = Catalog::default();
+    let mut cat = TableDirectory::default();
     if let Some(v) = fjall::Readable::get(&snapshot, meta, NEXT_TABLE_ID_KEY)? {
         let b: [u8; 4] = (*v)
             .try_into()

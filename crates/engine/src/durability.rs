@@ -19,6 +19,8 @@
 //!
 //! A failed fsync is remembered: every later wait fails with it, so no write is
 //! acknowledged that might not be on disk.
+//!
+//! What this relies on in fjall's files: docs/format.md#journal-and-durability
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,8 @@
 //! ```
 //! Decoding never panics; anything else is `Error::Invalid` (the bytes come from
 //! clients via MergeToCell).
+//!
+//! Byte layout: docs/format.md#hll-sketches
 
 use crate::error::{Error, Result};
 
@@ -105,7 +107,9 @@ impl Sketch {
         }
     }
 
-    /// The estimated number of distinct values added.
+    /// The estimated number of distinct values added (the tests' measure of the
+    /// sketch's accuracy).
+    #[cfg(test)]
     pub fn estimate(&self) -> u64 {
         let m = REGISTERS as f64;
         let (zeros, sum) = match self {

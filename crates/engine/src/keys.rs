@@ -20,6 +20,8 @@
 //! Bounds: the first key of row `k` is `T|esc(k)|00 01`; every key of row `k` sorts
 //! before `T|esc(k)|00 02`, which in turn sorts before any longer row `k\0…` (whose
 //! escape is `00 FF`). The same holds for qualifiers inside a family.
+//!
+//! Byte layout: docs/format.md#cell-keys
 
 use crate::error::{Error, Result};
 
@@ -29,7 +31,9 @@ const TERMINATOR: u8 = 0x01;
 /// Second byte just past every key of a field value (see the module docs).
 const PAST_FIELD: u8 = 0x02;
 
-/// A decoded cell key, borrowing nothing (row and qualifier unescaped).
+/// A decoded cell key, borrowing nothing (row and qualifier unescaped). The read path
+/// parses keys in place ([`KeyParts`]); tests check both against each other.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellKey {
     /// Table id.
@@ -187,6 +191,7 @@ impl KeyParts {
     }
 
     /// The unescaped row key.
+    #[cfg(test)]
     pub fn row(&self, key: &[u8]) -> Vec<u8> {
         unescape(&key[4..self.row_end])
     }
@@ -215,6 +220,7 @@ pub fn row_of_prefix(row_prefix: &[u8]) -> Vec<u8> {
 }
 
 /// Decodes a whole cell key.
+#[cfg(test)]
 pub fn decode(key: &[u8]) -> Result<CellKey> {
     let parts = KeyParts::parse(key)?;
     let table: [u8; 4] = key[..4]

@@ -30,28 +30,29 @@
 //! - Collected cells are never returned, swept or not.
 
 pub mod aggregate;
-pub mod catalog;
-pub mod cell;
+pub mod calendar;
+mod catalog;
+mod cell;
 pub mod clock;
-pub mod db;
-pub mod durability;
-pub mod error;
+mod db;
+mod durability;
+mod error;
 pub mod filter;
-pub mod gc;
-pub mod hll;
-pub mod keys;
+mod gc;
+mod hll;
+mod keys;
 pub mod limits;
-pub mod locks;
+mod locks;
 pub mod mutation;
-pub mod plan;
+mod plan;
 pub mod read;
 pub mod rowset;
-pub mod rowsize;
+mod rowsize;
 pub mod sample;
 pub mod schema;
 pub mod validate;
 pub mod warning;
-pub mod write;
+mod write;
 
 pub use cell::{Cell, Row};
 pub use db::{DropRows, Engine, Options};

@@ -1,7 +1,8 @@
 //! Every limit Almanac enforces, each a named constant with the reason it exists.
 //!
-//! The numbers are Cloud Bigtable's (design.md §1): an application that works
-//! against Almanac must not be surprised by the service.
+//! The numbers are Cloud Bigtable's (the table in docs/format.md, Limits, names each
+//! with its constant): an application that works against Almanac must not be
+//! surprised by the service.
 
 /// Row keys are non-empty and at most 4 KiB: Bigtable's documented row-key limit.
 pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
@@ -43,5 +44,14 @@ pub const MAX_LABEL_CHARS: usize = 15;
 pub const MAX_REGEX_PROGRAM_BYTES: usize = 1024 * 1024;
 /// ReadModifyWrite rules per request: Bigtable's limit.
 pub const MAX_READ_MODIFY_WRITE_RULES: usize = 100_000;
+/// Room a gRPC message needs beyond the row it carries: keys, names and protobuf framing.
+pub const MESSAGE_OVERHEAD_BYTES: usize = 1024 * 1024;
+/// Largest gRPC message the server and Almanac's clients send or accept: one whole row
+/// of [`MAX_ROW_BYTES`] plus [`MESSAGE_OVERHEAD_BYTES`].
+pub const MAX_MESSAGE_BYTES: usize = MAX_ROW_BYTES + MESSAGE_OVERHEAD_BYTES;
+const _: () = assert!(
+    MAX_MESSAGE_BYTES > MAX_ROW_BYTES && MAX_MESSAGE_BYTES <= u32::MAX as usize,
+    "a message must hold a whole row and fit a gRPC length prefix"
+);
 /// Microseconds per millisecond: tables with MILLIS granularity accept multiples of this.
 pub const MICROS_PER_MILLI: i64 = 1_000;

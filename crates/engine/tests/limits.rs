@@ -1,4 +1,4 @@
-//! Every limit of design.md §1: one case at the limit (accepted) and one just past it
+//! Every limit of docs/format.md, Limits: one case at the limit (accepted) and one just past it
 //! (a clear `Invalid` error naming the limit, and nothing written).
 #![allow(clippy::unwrap_used, clippy::panic, missing_docs)]
 

@@ -2,7 +2,9 @@
 //!
 //! The network front of Almanac: the Cloud Bigtable gRPC APIs (Data API v2, Table
 //! Admin, enough Instance Admin for clients and `cbt`) over one embedded
-//! [`almanac_engine::Engine`].
+//! [`almanac_engine::Engine`], and the Timestream-compatible HTTP endpoint
+//! ([`timestream`]). A [`Node`] assembles both over one data directory: `almanac
+//! serve` is its flags, and tests start one in process.
 //!
 //! ## A request, step by step
 //! 0. Its connection was handed to one shard when accepted ([`shards`]: a one-worker
@@ -25,21 +27,22 @@
 //! 5. Engine and SQL errors become gRPC statuses in exactly one place ([`status`]); RPCs
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
 
-pub mod admin;
-pub mod chunks;
-pub mod coalesce;
-pub mod committer;
-pub mod convert;
-pub mod crc32c;
-pub mod data;
-pub mod execute_query;
-pub mod instance;
-pub mod names;
-pub mod read_rows;
-pub mod shards;
-pub mod status;
+mod admin;
+mod chunks;
+mod coalesce;
+mod committer;
+mod convert;
+mod crc32c;
+mod data;
+mod execute_query;
+mod instance;
+mod names;
+pub mod node;
+mod read_rows;
+mod shards;
+mod status;
 pub mod timestream;
-pub mod unimplemented;
+mod unimplemented;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,11 +53,12 @@ use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
 use almanac_engine::Engine;
 use tokio::net::TcpListener;
 
+pub use crate::node::{Compaction, Node, NodeConfig, compact};
+pub use crate::shards::ShardError;
 use crate::shards::Shards;
 use crate::unimplemented::NameUnimplemented;
 
-/// Largest gRPC message accepted or sent: a 256 MiB row plus framing.
-pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024 + 1024 * 1024;
+pub use almanac_engine::limits::MAX_MESSAGE_BYTES;
 /// HTTP/2 flow-control window of one stream: how much of a request a client may send
 /// before the server acknowledges it. h2's default, 64 KiB, made every 100 KiB
 /// MutateRows wait a round trip for a WINDOW_UPDATE midway.
@@ -81,6 +85,29 @@ pub enum ServeError {
     /// A shard thread could not start, or its transport failed.
     #[error(transparent)]
     Shard(#[from] shards::ShardError),
+    /// The data directory could not be opened.
+    #[error("opening data directory {}: {source}", dir.display())]
+    Open {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The engine's error.
+        source: almanac_engine::Error,
+    },
+    /// The store failed (flushing at shutdown, compacting, measuring).
+    #[error("the store failed: {0}")]
+    Store(#[from] almanac_engine::Error),
+    /// The time-series catalog could not be opened, or a seal pass failed.
+    #[error("time series: {0}")]
+    TimeSeries(#[from] almanac_timeseries::Error),
+    /// The SQL engine could not start.
+    #[error("starting the SQL engine: {0}")]
+    Sql(#[from] almanac_sql::Error),
+    /// The Timestream endpoint's transport failed.
+    #[error("timestream endpoint: {0}")]
+    Timestream(std::io::Error),
+    /// A task of the node panicked or was cancelled.
+    #[error("a server task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// A bound listener, ready to serve.

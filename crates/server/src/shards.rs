@@ -1,11 +1,10 @@
 //! Connection-pinned serving: every gRPC connection lives on one shard thread.
 //!
-//! tokio's work-stealing runtime moves tasks between its workers, and hyper spawns
-//! a task for every HTTP/2 stream. On two workers a unary call woke the idle worker
-//! to steal the new stream's task, and the answer woke the connection's worker
-//! again: wakeups and context switches that cost about a fifth of a point read's
-//! server CPU (Go client, 16 streams on one connection: 29 µs per read on two
-//! workers, 22-23.5 µs with one).
+//! On tokio's work-stealing runtime every HTTP/2 stream hyper spawns wakes an idle
+//! worker to steal it, and the answer wakes the connection's worker again; a shard
+//! keeps a connection on one thread instead. Why: ARCHITECTURE.md, Decisions
+//! (connections pinned to shards); measurements: docs/benchmarks.md, Measurements
+//! behind the defaults.
 //!
 //! A connection, step by step:
 //! 1. The acceptor ([`Shards::accept`], on the caller's runtime) accepts it, turns
@@ -16,10 +15,8 @@
 //!    decoding, handlers and point reads all run on that worker. Only work that must
 //!    leave it does: scans and admin calls go to the shard's blocking pool, writes to
 //!    the committer thread, SQL to the caller's runtime. (A one-worker multi-thread
-//!    runtime, not a current-thread one: when the syncer answers a group of writes,
-//!    the current-thread runtime was unparked through its eventfd once per answer
-//!    and sent each answer in its own `send`, 48 µs of server CPU per write against
-//!    43; the multi-thread scheduler unparks an idle worker once.)
+//!    runtime, not a current-thread one, which is woken once per answer of a group of
+//!    writes and sends each in its own `send`; why: ARCHITECTURE.md, Decisions.)
 //! 3. There are as many shards as cores ([`shard_count`]): connections, not calls,
 //!    are spread over them, the way a client's pool of connections spreads its calls.
 //! 4. On shutdown the acceptor stops, each shard's server stops accepting and

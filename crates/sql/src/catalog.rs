@@ -31,14 +31,14 @@ const MAX_LISTED: usize = 10_000;
 
 /// The catalog of one query.
 #[derive(Debug)]
-pub struct Catalog {
+pub struct SqlCatalog {
     pub(crate) ts: Arc<TimeSeries<EmbeddedStore>>,
     /// The tables of [`BIGTABLE_SCHEMA`].
     pub(crate) bigtable: BigtableTables,
     pub(crate) counters: Arc<ScanCounters>,
 }
 
-impl CatalogProvider for Catalog {
+impl CatalogProvider for SqlCatalog {
     fn schema_names(&self) -> Vec<String> {
         let mut names = vec![BIGTABLE_SCHEMA.to_string()];
         names.extend(

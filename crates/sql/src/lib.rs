@@ -17,7 +17,6 @@
 
 pub mod bigtable;
 pub mod catalog;
-pub mod devops;
 pub mod error;
 pub mod functions;
 pub mod interpolate;
@@ -173,7 +172,7 @@ impl SqlEngine {
         let catalogs = MemoryCatalogProviderList::new();
         catalogs.register_catalog(
             catalog::CATALOG.to_string(),
-            Arc::new(catalog::Catalog {
+            Arc::new(catalog::SqlCatalog {
                 ts: self.ts.clone(),
                 bigtable: bigtable.clone(),
                 counters: counters.clone(),

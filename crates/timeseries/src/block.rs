@@ -18,10 +18,14 @@
 //!
 //! Measured (the tests of `block/tests/measure.rs`): an hour of TSBS `cpu-only` (360
 //! readings of ten full-precision random walks) takes 6.31 bytes a value (Gorilla's
-//! XOR: 6.94); an hour of the seeds' weather balloon (60 readings of four integers or
-//! one-decimal values) 1.36 bytes a value as MULTI records, 1.68 as single values.
+//! XOR: 6.94); an hour of the weather balloon of Google's "Schema design for time
+//! series data" for Bigtable (60 readings of four integers or one-decimal values) 1.36
+//! bytes a value as MULTI records, 1.68 as single values.
 //!
 //! # Format, version 1
+//!
+//! Byte layout: docs/format.md#block-format (with a worked example and every check the
+//! decoder makes). The grammar below is what this module implements.
 //!
 //! A contract: decoders of later versions keep reading it. Varints are unsigned
 //! LEB128; `zigzag(v) = (v << 1) ^ (v >> 63)`; `bit_len(x)` is 0 for 0, else the
@@ -41,8 +45,8 @@
 //!              use; every name is "" when the points are single values
 //! presence   = varint s: distinct attribute sets, 1..=n
 //!              s × (varint m: the set's columns; unless m = d (all of them),
-//!                   m × varint: the columns in increasing order, each as the gap
-//!                   from the previous one plus one (the first: itself));
+//!                   m × varint: the columns c[0] < c[1] < … in increasing order,
+//!                   each as c[j] - (c[j-1] + 1) (the first: c[0] itself));
 //!                   a set of a single-value block holds one column
 //!              ceil(n × w / 8) bytes: each point's set, w = bit_len(s - 1) bits each
 //! times      = section: ints of the n times minus the first (strictly increasing;

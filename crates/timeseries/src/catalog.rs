@@ -3,6 +3,8 @@
 //! `c:m`), so the same catalog works on the embedded engine and on a remote Bigtable.
 //! The whole catalog is loaded at open and cached; DDL is serialized by one lock and
 //! writes the store before the cache.
+//!
+//! Record layout: docs/format.md#time-series-catalog
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -35,8 +37,6 @@ pub const MEASURE_FAMILY: &str = "m";
 pub const META_FAMILY: &str = "x";
 /// The family of sealed blocks ([`crate::seal`]), in tables that seal.
 pub const BLOCK_FAMILY: &str = "b";
-/// Longest Bigtable table id.
-const MAX_STORE_TABLE_ID: usize = 50;
 
 /// A table's description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,7 +141,7 @@ struct State {
 
 /// The catalog over a store.
 #[derive(Debug)]
-pub struct Catalog<S> {
+pub struct SeriesCatalog<S> {
     store: Arc<S>,
     state: RwLock<State>,
 }
@@ -165,7 +165,7 @@ pub fn retention_rule(r: &Retention) -> GcRule {
     }
 }
 
-impl<S: WideColumnStore> Catalog<S> {
+impl<S: WideColumnStore> SeriesCatalog<S> {
     /// Opens (creating on first use) the catalog in `store`.
     pub fn open(store: Arc<S>) -> Result<Self> {
         if !store.table_exists(CATALOG_TABLE)? {
@@ -385,7 +385,7 @@ impl<S: WideColumnStore> Catalog<S> {
                 || self.store.table_exists(id)?)
         };
         let readable = format!("{db}.{table}");
-        if readable.len() <= MAX_STORE_TABLE_ID
+        if readable.len() <= almanac_engine::limits::MAX_TABLE_ID_CHARS
             && readable.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
             && !used(&readable)?
         {

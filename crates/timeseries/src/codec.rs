@@ -9,6 +9,8 @@
 //! - The serialized pattern's cell is the protobuf [`PointProto`].
 //! - A multi-measure column qualifier of the new-columns pattern is
 //!   `varint(len(name)) name value` ([`encode_named_value`]).
+//!
+//! Byte layout: docs/format.md#time-series-cells
 
 use prost::Message;
 

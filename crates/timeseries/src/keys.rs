@@ -1,5 +1,6 @@
-//! Row keys of time-series tables, the same for every pattern (seed 004: what you query
-//! by first, never a leading timestamp, fixed-width numbers):
+//! Row keys of time-series tables, the same for every pattern (as Google's "Schema
+//! design best practices" for Bigtable advise: what you query by first, never a
+//! leading timestamp, fixed-width numbers):
 //!
 //! ```text
 //! row key   = series time
@@ -19,7 +20,9 @@
 //! (`pressure#us-west2#3698@`), a contiguous range; and `measure_name = 'pressure'` is
 //! the two ranges `pressure#…` and `pressure@…` (the second holds the series without
 //! dimensions). Adding `location = 'us-west2'` narrows them to `pressure#us-west2#…`
-//! and `pressure#us-west2@…` ([`selection_ranges`]).
+//! and `pressure#us-west2@…` ([`selection_prefixes`]).
+//!
+//! Byte layout: docs/format.md#time-series-row-keys
 
 use crate::error::{Error, Result};
 

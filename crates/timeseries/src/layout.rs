@@ -1,6 +1,7 @@
 //! How a table lays its records out in Bigtable rows: one of the four patterns of
-//! Bigtable's time-series schema guide, a bucket size for the bucketed ones, and whether
-//! time in the row key is reversed (newest first). Chosen at table creation, fixed after.
+//! Google's "Schema design for time series data" for Bigtable, a bucket size for the
+//! bucketed ones, and whether time in the row key is reversed (newest first). Chosen at
+//! table creation, fixed after.
 //!
 //! Over the Timestream API the layout is chosen with CreateTable tags
 //! (`almanac:layout`, `almanac:bucket`, `almanac:reverse-time`, `almanac:seal`); see
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_BUCKET_SECS, MIN_BUCKET_SECS};
 
-/// One of the seeds' four patterns.
+/// One of the four patterns of Google's "Schema design for time series data" for Bigtable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pattern {
@@ -28,7 +29,7 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// Every pattern, in the seeds' order.
+    /// Every pattern, in that guide's order.
     pub const ALL: [Pattern; 4] = [
         Self::BucketColumns,
         Self::BucketCells,
@@ -75,13 +76,12 @@ pub const TAG_REVERSE_TIME: &str = "almanac:reverse-time";
 /// (`true` / `false`; see [`crate::seal`]).
 pub const TAG_SEAL: &str = "almanac:seal";
 
-/// The default pattern, chosen by measurement (`almanac bench patterns` and `almanac
-/// bench tsbs`; tables in the README): with multi-measure records (what Timestream
-/// recommends) single-timestamp serialized rows write 2.4x (4 measures) to 5x (10
-/// measures) faster than any bucketed pattern, take the fewest bytes per point, and
-/// answer "last hour of one series" and "latest of every series" fastest; they lose
-/// only on "one measure across all series" (1.3x slower than bucket cells), and to
-/// bucket cells on single-measure records.
+/// The default pattern, chosen by measurement: with multi-measure records (what
+/// Timestream recommends) single-timestamp serialized rows write fastest, take the
+/// fewest bytes per point, and answer "last hour of one series" and "latest of every
+/// series" fastest; they lose only on "one measure across all series" and, to bucket
+/// cells, on single-measure records. Measurements: docs/benchmarks.md, the four
+/// patterns (`almanac-bench patterns`).
 pub const DEFAULT_PATTERN: Pattern = Pattern::RowSerialized;
 /// The default bucket: one hour (360 points per series at 10 s, 60 at one a minute).
 pub const DEFAULT_BUCKET_SECS: i64 = 3600;

@@ -1,10 +1,11 @@
 //! Almanac's time-series layer: Timestream's data model (databases, tables with
 //! retention, records with dimensions, measures, time and version, schema inferred on
-//! write) stored in the time-series patterns of Bigtable's schema guide, over any
-//! [`WideColumnStore`] (the embedded engine here; a remote Bigtable later).
+//! write) stored in the four patterns of Google's "Schema design for time series data"
+//! for Bigtable, over any [`WideColumnStore`] (the embedded engine here; a remote
+//! Bigtable later).
 //!
 //! A WriteRecords request, step by step (details in [`write`]):
-//! 1. [`TimeSeries::write_records`] finds the table in the [`catalog::Catalog`] (cached;
+//! 1. [`TimeSeries::write_records`] finds the table in the [`catalog::SeriesCatalog`] (cached;
 //!    persisted in the store's `_catalog` table).
 //! 2. Each record is merged with `CommonAttributes` and checked alone
 //!    ([`validate`]), then against retention; names join the table's [`schema`].
@@ -69,7 +70,7 @@ pub const DEFAULT_INSTANCE: &str = "projects/almanac/instances/timestream";
 
 /// The time-series service over a store.
 pub struct TimeSeries<S> {
-    catalog: catalog::Catalog<S>,
+    catalog: catalog::SeriesCatalog<S>,
     clock: Arc<dyn Clock>,
 }
 
@@ -83,7 +84,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
     /// Opens the catalog in `store`; `clock` decides retention windows and timestamps.
     pub fn open(store: Arc<S>, clock: Arc<dyn Clock>) -> Result<Self> {
         Ok(Self {
-            catalog: catalog::Catalog::open(store)?,
+            catalog: catalog::SeriesCatalog::open(store)?,
             clock,
         })
     }

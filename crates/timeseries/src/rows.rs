@@ -11,9 +11,12 @@
 //! | row-serialized | series + time | `m:p` | protobuf [`crate::codec::PointProto`] with version |
 //! | row-columns | series + time | qualifier = measure (multi: attribute) | typed value |
 //!
-//! Family `x` holds `x:v` (version) and, in bucketed rows, `x:n` (nanoseconds below
-//! the millisecond) at the point's timestamp, only when they differ from 1 and 0.
-//! Family `b` holds a sealed bucket's block ([`crate::seal`]) in every pattern.
+//! Family `x` holds `x:v` (version; not in row-serialized rows, whose protobuf holds
+//! it) and, in bucketed rows, `x:n` (nanoseconds below the millisecond) at the point's
+//! timestamp, only when they differ from 1 and 0. Family `b` holds a sealed bucket's
+//! block ([`crate::seal`]) in every pattern.
+//!
+//! Byte layout: docs/format.md#time-series-cells
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -12,6 +12,8 @@
 //!   the retention GC rule drops the block once its newest point expires; readers drop
 //!   older points of a live block themselves, [`decode_block_cell`]), value = the block.
 //!
+//! Byte layout: docs/format.md#sealed-blocks
+//!
 //! A sealed bucket has no other cells: the seal is one MutateRows that sets the block
 //! (after a DeleteFromRow of its row) and deletes every other row of the bucket. The
 //! embedded store commits a batch as one journal record, so readers and crashes see
@@ -46,7 +48,7 @@ use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
 use crate::block::{BlockPoint, MAX_BLOCK_POINTS, decode_block, encode_block};
-use crate::catalog::{BLOCK_FAMILY, Catalog, TableHandle, TableMeta};
+use crate::catalog::{BLOCK_FAMILY, SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
@@ -220,7 +222,7 @@ pub fn has_block(row: &Row) -> bool {
 
 /// Seals every due bucket of one table (steps in the module docs).
 pub fn seal_table<S: WideColumnStore>(
-    catalog: &Catalog<S>,
+    catalog: &SeriesCatalog<S>,
     handle: &TableHandle,
     now_ns: i64,
 ) -> Result<SealStats> {

@@ -23,12 +23,13 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
+use almanac_engine::calendar::rfc3339_millis;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet};
 use almanac_engine::{ReadRequest, RowMutations};
 
-use crate::catalog::{Catalog, TableHandle, TableMeta};
+use crate::catalog::{SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE};
 use crate::model::{Ingested, Point, Record, RejectedRecord};
@@ -72,21 +73,6 @@ fn reject(
     });
 }
 
-/// RFC 3339 UTC text of a time in ns (for rejection reasons).
-pub fn rfc3339(ns: i64) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
-    let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// Whether a record's time is writable now; `Ok(true)` means it goes to the magnetic
 /// store (older than the memory-store window).
 fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, String> {
@@ -96,8 +82,8 @@ fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, Str
     if time_ns >= end {
         return Err(format!(
             "The record timestamp is outside the time range [{}, {}) of the data ingestion window.",
-            rfc3339(memory_start),
-            rfc3339(end)
+            rfc3339_millis(memory_start),
+            rfc3339_millis(end)
         ));
     }
     if time_ns >= memory_start {
@@ -113,8 +99,8 @@ fn check_window(meta: &TableMeta, time_ns: i64, now_ns: i64) -> Result<bool, Str
     };
     Err(format!(
         "The record timestamp is outside the time range [{}, {}) of the {}.",
-        rfc3339(start),
-        rfc3339(end),
+        rfc3339_millis(start),
+        rfc3339_millis(end),
         if meta.magnetic_writes.enabled {
             "retention period"
         } else {
@@ -143,7 +129,7 @@ struct RowWrite {
 /// Writes a request's records into a table; they are visible when this returns, and
 /// durable once the store's `sync` returns.
 pub fn write_records<S: WideColumnStore>(
-    catalog: &Catalog<S>,
+    catalog: &SeriesCatalog<S>,
     handle: &TableHandle,
     common: Option<&Record>,
     records: &[Record],
@@ -388,7 +374,7 @@ fn check_request(common: Option<&Record>, records: &[Record]) -> Result<()> {
 /// schema is only read; when some record brings new names, the schema grows and is
 /// persisted under the table's schema lock, checked against the newest description.
 fn admit<'r, S: WideColumnStore>(
-    catalog: &Catalog<S>,
+    catalog: &SeriesCatalog<S>,
     handle: &TableHandle,
     meta: &mut std::sync::Arc<TableMeta>,
     parsed: Vec<(usize, Parsed<'r>, bool)>,
@@ -564,20 +550,5 @@ fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u
     match failure {
         Some(e) => Err(e),
         None => Ok(newest),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn rejection_times_print_as_rfc3339() {
-        assert_eq!(
-            rfc3339(1_614_945_600_123_000_000),
-            "2021-03-05T12:00:00.123Z"
-        );
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
     }
 }

@@ -1,6 +1,7 @@
 //! Golden files of the stored layout of each pattern (`testdata/layouts/*.txt`): the
-//! rows and cells the seeds' weather-balloon example produces. A change to key or
-//! value encoding shows up here as a diff; `UPDATE_GOLDEN=1` rewrites them.
+//! rows and cells made from the weather-balloon example of Google's "Schema design for
+//! time series data" for Bigtable. A change to key or value encoding shows up here as a
+//! diff; `UPDATE_GOLDEN=1` rewrites them. Byte layout: docs/format.md#time-series-cells
 
 use std::fmt::Write as _;
 use std::ops::ControlFlow;
@@ -15,7 +16,7 @@ use almanac_timeseries::{
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// 2021-03-05T12:00:00Z, the seeds' example time.
+/// 2021-03-05T12:00:00Z, the time in that guide's example row key.
 const T0_MS: i64 = 1_614_945_600_000;
 
 fn printable(bytes: &[u8]) -> String {

@@ -165,17 +165,16 @@ pub fn format_row(row: &Row) -> String {
 
 /// Microseconds since the epoch as `YYYY/MM/DD-HH:MM:SS.uuuuuu` (UTC), cbt's layout.
 pub fn format_timestamp(us: i64) -> String {
-    const US_PER_DAY: i64 = 86_400 * 1_000_000;
-    let days = us.div_euclid(US_PER_DAY);
-    let in_day = us.rem_euclid(US_PER_DAY);
-    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
-    let secs = in_day / 1_000_000;
+    let t = almanac_engine::calendar::CivilTime::from_unix_nanos(i128::from(us) * 1000);
     format!(
-        "{y:04}/{m:02}/{d:02}-{:02}:{:02}:{:02}.{:06}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        in_day % 1_000_000
+        "{:04}/{:02}/{:02}-{:02}:{:02}:{:02}.{:06}",
+        t.year,
+        t.month,
+        t.day,
+        t.hour,
+        t.minute,
+        t.second,
+        t.nanos / 1000
     )
 }
 

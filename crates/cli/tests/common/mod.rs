@@ -86,7 +86,7 @@ impl Server {
     }
 
     /// Runs `almanac <command> --addr ADDR <args...>` (`ts` commands get `--url`,
-    /// `sql` gets `--endpoint`, `bench` nothing).
+    /// `sql` gets `--endpoint`).
     pub fn run(&self, command: &str, args: &[&str]) -> Output {
         self.command(command, args).output().expect("run almanac")
     }
@@ -114,8 +114,6 @@ impl Server {
         let conn: &[&str] = match command {
             "ts" => &["--url", &self.ts_url],
             "sql" => &["--endpoint", &self.ts_url],
-            // `bench` takes its target after the benchmark's name.
-            "bench" => &[],
             _ => &["--addr", &self.addr],
         };
         let mut cmd = Command::new(BIN);

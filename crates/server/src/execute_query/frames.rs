@@ -14,6 +14,8 @@
 //! (`FAILED_PRECONDITION`) unless they checksum to the same value: the rows that follow
 //! are then exactly the ones the client lacks, whatever order the query produced them
 //! in. Its first message sets `reset`; if no rows follow, it re-sends the token alone.
+//!
+//! Byte layout of the token: docs/format.md#resume_token
 
 use almanac_api::google::bigtable::v2 as pb;
 use bytes::Bytes;

@@ -14,6 +14,8 @@
 //! encoded values (u32, big-endian), which lets a resumed call check that the rows it
 //! skips are the ones the client already has. Bytes that are not such an envelope are
 //! refused with `INVALID_ARGUMENT`, never guessed at.
+//!
+//! Byte layout: docs/format.md#executequery-tokens
 
 use std::collections::BTreeMap;
 

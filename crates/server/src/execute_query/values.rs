@@ -186,7 +186,7 @@ fn timestamp(ticks: i64, per_sec: i64) -> prost_types::Timestamp {
 
 /// The civil date `days` after 1970-01-01.
 fn date_of_days(days: i64) -> Date {
-    let (year, month, day) = almanac_engine::clock::civil_from_days(days);
+    let (year, month, day) = almanac_engine::calendar::civil_from_days(days);
     Date {
         year: year as i32,
         month: month as i32,
@@ -194,19 +194,13 @@ fn date_of_days(days: i64) -> Date {
     }
 }
 
-/// Days from 1970-01-01 to a valid civil date (`days_from_civil`), `None` if the
-/// date does not exist.
+/// Days from 1970-01-01 to a valid civil date, `None` if the date does not exist.
 fn days_of_date(d: &Date) -> Option<i64> {
     let (y, m, day) = (i64::from(d.year), i64::from(d.month), i64::from(d.day));
     if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
         return None;
     }
-    let y = y - i64::from(m <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = almanac_engine::calendar::days_from_civil(y, m, day);
     // 31 February is not a date: it must come back as itself.
     (date_of_days(days) == *d).then_some(days)
 }

@@ -25,13 +25,13 @@
 //!    `timestreamquery` for query operations) with its HTTP status, plus
 //!    `RejectedRecords` for `RejectedRecordsException`.
 
-pub mod query_ops;
-pub mod query_wire;
+mod query_ops;
+mod query_wire;
 pub mod records_json;
-pub mod results;
-pub mod scalar;
-pub mod wire;
-pub mod write_ops;
+mod results;
+mod scalar;
+mod wire;
+mod write_ops;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};

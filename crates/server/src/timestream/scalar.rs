@@ -67,7 +67,7 @@ fn java_float(x: f64, plain: impl Fn() -> String, scientific: impl Fn() -> Strin
 
 /// `YYYY-MM-DD` of a day count since the epoch.
 pub fn date(days: i64) -> String {
-    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
+    let (y, m, d) = almanac_engine::calendar::civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -9,6 +9,8 @@
 //!            bit_len(m - 1) bits each, MSB first, zero-padded
 //! BOOLEAN  u8 mode: 0 all false, 1 all true, 2 n bits MSB first (1 = true), zero-padded
 //! ```
+//!
+//! Byte layout: docs/format.md#block-format
 
 use std::collections::HashMap;
 

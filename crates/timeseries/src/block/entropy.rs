@@ -24,6 +24,8 @@
 //!
 //! Canonical order: by code length, then by width. A stream of zero residuals has no
 //! table and no bits. The stream runs to the end of its section.
+//!
+//! Byte layout: docs/format.md#block-format
 
 use super::bits::{BitReader, BitWriter, bit_len, corrupt};
 use crate::error::Result;

@@ -19,6 +19,8 @@
 //! DECIMAL catches values written with few decimals (`12.3`, `94558`): their bits look
 //! random, but their scaled integers are small. Every value round-trips bit for bit,
 //! `-0.0`, infinities and NaN payloads included (they never qualify for DECIMAL).
+//!
+//! Byte layout: docs/format.md#block-format
 
 use super::bits::{ByteReader, corrupt, mask, unzigzag, zigzag};
 use super::entropy::{self, Code, Stats};

@@ -13,6 +13,8 @@
 //! All arithmetic wraps (two's complement), so every i64 sequence round-trips. FOR
 //! suits noise around a level, DELTA random walks and counters, DOD regular clocks
 //! (a fixed interval costs no bits at all). A column of no values has no bytes.
+//!
+//! Byte layout: docs/format.md#block-format
 
 use super::bits::{ByteReader, corrupt, put_varint, unzigzag, varint_len, zigzag};
 use super::entropy::{self, Code, Stats};

@@ -2,8 +2,9 @@
 //!
 //! `Query` runs a query to the end on its first call. What does not fit in the first
 //! page stays here, already encoded as the JSON of `Row`s, under the query's id; the
-//! response's `NextToken` names the query and the offset of the next row. A later call
-//! with that token and the same `QueryString` gets the page that starts there.
+//! response's `NextToken` is `{query id}-{nonce}`, and the cache keeps the row each
+//! nonce starts at. A later call with that token and the same `QueryString` gets the
+//! page that starts there.
 //!
 //! Token rules (after the `NextToken` notes of the service model):
 //! - a token may be presented again and returns the same page (a retry is safe);
@@ -17,6 +18,8 @@
 //! [`MAX_ENDED`], so that a late token or `CancelQuery` gets a precise answer.
 //!
 //! Time is an argument of every call, so tests drive expiry without sleeping.
+//!
+//! Token and id layout: docs/format.md#timestream-query-tokens
 
 mod rows;
 
@@ -185,7 +188,7 @@ impl ResultCache {
         }
     }
 
-    /// A fresh query id (uppercase letters and digits, as the service's).
+    /// A fresh query id: 32 uppercase hex digits (letters and digits, as the service's).
     pub fn new_query_id(&mut self) -> String {
         format!("{:016X}{:016X}", self.ids.next(), self.ids.next())
     }

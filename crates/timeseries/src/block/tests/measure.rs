@@ -1,7 +1,8 @@
 //! Sizes and speed on the data we care about: TSBS `cpu-only` (ten full-precision
-//! random walks per record, 10 s apart; the generator of `almanac bench tsbs`, copied
-//! down to its walk) and the seeds' weather balloons (one reading a minute). Sizes are
-//! asserted; speed is printed by an ignored test, to be run in release:
+//! random walks per record, 10 s apart; the generator of `almanac-bench tsbs`, copied
+//! down to its walk) and the weather balloons of Google's "Schema design for time series
+//! data" for Bigtable (one reading a minute). Sizes are asserted; speed is printed by
+//! an ignored test, to be run in release:
 //! `cargo test -p almanac-timeseries --release --lib block -- --ignored --nocapture`.
 
 use std::time::Instant;
@@ -163,7 +164,7 @@ fn tsbs_cpu_hour_is_small() {
     assert!(ours < 6.4, "{ours:.3} B/point");
 }
 
-/// One balloon's hour, as `almanac bench patterns` writes it: pressure, humidity and
+/// One balloon's hour, as `almanac-bench patterns` writes it: pressure, humidity and
 /// altitude are integers, temperature has one decimal.
 fn balloon_hour(balloon: u64, hour: u64, rng: &mut XorShift) -> Vec<[Value; 4]> {
     let base = (balloon % 17) as f64;

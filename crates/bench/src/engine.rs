@@ -1,4 +1,4 @@
-//! `almanac bench engine`: the embedded engine's speed and size, printed as numbers.
+//! `almanac-bench engine`: the embedded engine's speed and size, printed as numbers.
 //!
 //! Steps: bulk-load `--rows` rows of one `--value-bytes` cell (MutateRows batches of
 //! 100), then measure durable single-row writes (fsync policy `sync`, 1 and
@@ -17,14 +17,13 @@ use almanac_engine::schema::{FamilySpec, TableSpec};
 use almanac_engine::{Durability, Engine, Options, ReadRequest, RowMutations};
 use anyhow::Context;
 
+use crate::measure::{own_cpu_secs, spread_key};
+
 const INSTANCE: &str = "projects/bench/instances/bench";
 
-/// Flags of `almanac bench`.
+/// Flags of `almanac-bench engine`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmark: `engine`.
-    #[arg(default_value = "engine")]
-    which: String,
     /// Rows in the read/scan table.
     #[arg(long, default_value_t = 1_000_000)]
     rows: u64,
@@ -42,20 +41,13 @@ pub struct BenchArgs {
     dir: Option<PathBuf>,
 }
 
-pub(crate) fn cpu_secs() -> f64 {
-    // utime and stime are fields 14 and 15 of /proc/self/stat, in clock ticks (100/s on Linux).
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
+/// This process's CPU seconds; 0 where `/proc` cannot tell (the phase then shows none).
+fn cpu_secs() -> f64 {
+    own_cpu_secs().unwrap_or(0.0)
 }
 
 fn key(i: u64) -> Vec<u8> {
-    // Spread keys like hashed ids so writes do not append in order.
-    format!("user{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
+    spread_key(i).into_bytes()
 }
 
 fn set(value: &[u8]) -> Mutation {
@@ -124,12 +116,8 @@ fn timed(
     })
 }
 
+/// Runs the benchmark with `args` and prints what it did and measured.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.which == "engine",
-        "unknown benchmark {:?}: try `almanac bench engine`",
-        args.which
-    );
     let dir = args.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("almanac-bench-{}", std::process::id()))
     });
@@ -151,7 +139,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     engine.create_table(INSTANCE, "writes", spec())?;
     let value = vec![0xA5u8; args.value_bytes];
     println!(
-        "almanac bench engine: {} rows of {} B values, {} s phases, {} threads, data in {}",
+        "almanac-bench engine: {} rows of {} B values, {} s phases, {} threads, data in {}",
         args.rows,
         args.value_bytes,
         args.secs,

@@ -1,4 +1,4 @@
-//! `almanac bench ingest`: the server's WriteRecords path in this process, on the
+//! `almanac-bench ingest`: the server's WriteRecords path in this process, on the
 //! TSBS cpu-only bodies of `bench tsbs`, each stage timed on its own. Where `bench
 //! tsbs` says how fast the whole server ingests, this says which stage of a request
 //! the CPU goes to, without HTTP, sockets or a second process in the way (and it is
@@ -26,14 +26,14 @@ use almanac_server::timestream::records_json;
 use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
 use anyhow::Context;
 
-use crate::bench::cpu_secs;
+use crate::measure::own_cpu_secs;
 use crate::tsbs::data::{FIELDS, Format};
 
 const INSTANCE: &str = "projects/bench/instances/ingest";
 const DB: &str = "benchmark";
 const TABLE: &str = "cpu";
 
-/// Flags of `almanac bench ingest`.
+/// Flags of `almanac-bench ingest`.
 #[derive(Debug, clap::Args)]
 pub struct IngestArgs {
     /// Simulated hosts (TSBS `--scale`).
@@ -87,7 +87,7 @@ impl Stages {
     }
 }
 
-/// Runs `almanac bench ingest`.
+/// Runs `almanac-bench ingest`.
 pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.writers > 0, "--writers must be positive");
     anyhow::ensure!(args.batch > 0, "--batch must be positive");
@@ -105,7 +105,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
         std::env::temp_dir().join(format!("almanac-bench-ingest-{}", std::process::id()))
     });
     let _ = std::fs::remove_dir_all(&dir);
-    let (engine, ts) = crate::patterns::open_embedded_with(&dir, INSTANCE, args.fsync)?;
+    let (engine, ts) = crate::store::open_embedded(&dir, INSTANCE, args.fsync)?;
     ts.create_database(DB, None)?;
     ts.create_table(
         DB,
@@ -121,7 +121,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     )?;
     let writers = args.writers.min(args.hosts as usize);
     println!(
-        "almanac bench ingest: TSBS cpu-only, {} hosts x {readings} readings = {} points, \
+        "almanac-bench ingest: TSBS cpu-only, {} hosts x {readings} readings = {} points, \
          {} records a request, {writers} writer(s), layout {}, fsync {:?}, in process",
         spec.hosts,
         spec.points(),
@@ -131,7 +131,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     );
 
     let format = Format::write_records(DB, TABLE);
-    let cpu0 = cpu_secs();
+    let cpu0 = own_cpu_secs()?;
     let t0 = Instant::now();
     let results = crate::tsbs::run_writers(writers, |w| {
         write_share(
@@ -142,7 +142,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
         )
     });
     let wall = t0.elapsed();
-    let cpu = cpu_secs() - cpu0;
+    let cpu = own_cpu_secs()? - cpu0;
     let mut total = Stages::default();
     for r in results {
         total.add(&r?);

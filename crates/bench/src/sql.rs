@@ -1,4 +1,4 @@
-//! `almanac bench sql`: the TSBS devops queries ([`almanac_sql::devops`]) on a TSBS-like
+//! `almanac-bench sql`: the TSBS devops queries ([`crate::devops`]) on a TSBS-like
 //! cpu data set (hosts × 10 measures every 10 s), loaded straight into an embedded
 //! engine through the time-series layer, sealed (unless `--no-seal`) and compacted, then
 //! each query run several times.
@@ -9,13 +9,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use almanac_engine::Durability;
 use almanac_engine::clock::{Clock, SystemClock};
-use almanac_sql::{Scope, SqlEngine, devops};
+use almanac_sql::{Scope, SqlEngine};
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Record, Retention, TimeSeries,
 };
 use anyhow::Context as _;
 
+use crate::devops;
 use crate::tsbs::data::{FIELDS, MEASUREMENT, Spec, TAG_KEYS};
 
 /// Records per WriteRecords call, as the service allows.
@@ -24,7 +26,7 @@ const BATCH: usize = 100;
 const DATABASE: &str = "tsbs";
 const TABLE: &str = "cpu";
 
-/// Arguments of `almanac bench sql`.
+/// Arguments of `almanac-bench sql`.
 #[derive(Debug, clap::Args)]
 pub struct SqlBenchArgs {
     /// Hosts.
@@ -127,7 +129,7 @@ async fn measure(
     }
     times.sort();
     let out = last.context("no run")?;
-    Ok((crate::loadgen::percentile(&times, 0.5), out))
+    Ok((crate::measure::percentile(&times, 0.5), out))
 }
 
 /// Runs the benchmark.
@@ -140,7 +142,11 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
             temp.clone()
         }
     };
-    let (engine, ts) = crate::patterns::open_embedded(&dir, almanac_timeseries::DEFAULT_INSTANCE)?;
+    let (engine, ts) = crate::store::open_embedded(
+        &dir,
+        almanac_timeseries::DEFAULT_INSTANCE,
+        Durability::Buffer,
+    )?;
     let ts = Arc::new(ts);
     let readings = args.hours * 3600 / args.interval_secs.max(1);
     let interval_ns = args.interval_secs.max(1) as i64 * 1_000_000_000;
@@ -218,7 +224,7 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
         let (median, out) = runtime.block_on(measure(&sql, query, args.runs))?;
         println!(
             "| {name} | {} | {} | {} | {} |",
-            crate::loadgen::fmt_latency(median),
+            crate::measure::fmt_latency(median),
             out.num_rows(),
             out.scan.rows_produced,
             out.scan.cells_read

@@ -1,4 +1,4 @@
-//! `almanac bench grpc`: a load generator over loopback gRPC against a running server.
+//! `almanac-bench grpc`: a load generator over loopback gRPC against a running server.
 //!
 //! Steps:
 //! 1. Open `--channels` tonic channels (HTTP/2; requests multiplex over each) and
@@ -29,12 +29,12 @@ use anyhow::Context;
 use tonic::codegen::Bytes;
 use tonic::transport::Channel;
 
-use crate::cbt::{Conn, admin_client, data_client, status_error};
+use almanac_client::grpc::{Conn, admin_client, data_client};
+use almanac_client::status_error;
 
-/// Linux reports utime and stime in clock ticks of 1/100 s (USER_HZ).
-const CLOCK_TICKS_PER_SEC: f64 = 100.0;
+use crate::measure::{fmt_latency, percentile, server_cpu_secs as server_cpu, spread_key};
 
-/// Flags of `almanac bench grpc`.
+/// Flags of `almanac-bench grpc`.
 #[derive(Debug, clap::Args)]
 pub struct GrpcArgs {
     #[command(flatten)]
@@ -104,53 +104,8 @@ impl Phase {
     }
 }
 
-/// The `q` quantile (0..=1) of sorted latencies; zero when there are none.
-pub(crate) fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    let last = sorted.len().saturating_sub(1);
-    sorted
-        .get((last as f64 * q).round() as usize)
-        .copied()
-        .unwrap_or_default()
-}
-
-/// A latency in µs below a millisecond, else in ms.
-pub(crate) fn fmt_latency(d: Duration) -> String {
-    if d < Duration::from_millis(1) {
-        format!("{} µs", d.as_micros())
-    } else {
-        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-    }
-}
-
-/// Seconds of CPU (user + system) the process `pid` has used.
-pub(crate) fn process_cpu_secs(pid: u32) -> anyhow::Result<f64> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    // The command name (field 2) may hold spaces; fields 14 and 15 are counted after its `)`.
-    let after = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .with_context(|| format!("malformed {path}"))?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| -> anyhow::Result<f64> {
-        fields
-            .get(i)
-            .and_then(|x| x.parse::<f64>().ok())
-            .with_context(|| format!("no field {} in {path}", i + 3))
-    };
-    Ok((ticks(11)? + ticks(12)?) / CLOCK_TICKS_PER_SEC)
-}
-
-fn server_cpu(pid: Option<u32>) -> anyhow::Result<Option<f64>> {
-    pid.map(process_cpu_secs).transpose()
-}
-
 fn key(i: u64) -> Bytes {
-    // Spread keys like hashed ids so loads do not append in order.
-    Bytes::from(format!(
-        "user{:016x}",
-        i.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    ))
+    Bytes::from(spread_key(i))
 }
 
 fn set_cell(value: &Bytes) -> data::Mutation {
@@ -365,7 +320,7 @@ pub fn run(args: GrpcArgs) -> anyhow::Result<()> {
                 };
                 if let Err(s) = admin_client(channels[0].clone()).delete_table(req).await {
                     eprintln!(
-                        "almanac bench grpc: could not delete table {t}: {}",
+                        "almanac-bench grpc: could not delete table {t}: {}",
                         status_error("DeleteTable", s)
                     );
                 }
@@ -389,7 +344,7 @@ async fn run_phases(
     );
     let (rows, batch, secs, pid) = (args.rows, args.batch_rows, args.secs, args.server_pid);
     println!(
-        "almanac bench grpc: {} at {}, {rows} rows of {} B values, {secs} s phases, {} tasks over {} channels, server pid {}",
+        "almanac-bench grpc: {} at {}, {rows} rows of {} B values, {secs} s phases, {} tasks over {} channels, server pid {}",
         table,
         args.conn.addr(),
         args.value_bytes,

@@ -1,4 +1,4 @@
-//! `almanac bench tsbs`: the TSBS `cpu-only` write load against Almanac's Timestream
+//! `almanac-bench tsbs`: the TSBS `cpu-only` write load against Almanac's Timestream
 //! write API or against InfluxDB 1.x (the anchor), over plain HTTP/1.1.
 //!
 //! Steps:
@@ -36,7 +36,7 @@
 //! `--dry-run` skips steps 2 and 5 and only generates the request bodies, to show
 //! the generator is not the bottleneck.
 
-pub(crate) mod data;
+pub mod data;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -44,8 +44,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 
-use crate::http::{Client, Endpoint, Response, query_escape};
-use crate::loadgen::{fmt_latency, process_cpu_secs};
+use almanac_client::http::{Client, Endpoint, Response, query_escape};
+
+use crate::measure::{fmt_latency, server_cpu_secs as server_cpu};
 use data::{Format, Spec};
 
 /// Rows per InfluxDB request: the TSBS loader's default `--batch-size`.
@@ -79,7 +80,7 @@ pub enum Target {
     Influx,
 }
 
-/// Flags of `almanac bench tsbs`.
+/// Flags of `almanac-bench tsbs`.
 #[derive(Debug, clap::Args)]
 pub struct TsbsArgs {
     /// The server to load.
@@ -162,7 +163,7 @@ impl Tally {
     }
 
     fn percentile(&self, q: f64) -> Duration {
-        crate::loadgen::percentile(&self.latencies, q)
+        crate::measure::percentile(&self.latencies, q)
     }
 }
 
@@ -202,11 +203,11 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     });
 
     println!(
-        "almanac bench tsbs: cpu-only, {} hosts x {} readings every {} s from {} (seed {}) = {} rows, {} points",
+        "almanac-bench tsbs: cpu-only, {} hosts x {} readings every {} s from {} (seed {}) = {} rows, {} points",
         spec.hosts,
         spec.readings,
         args.interval_secs,
-        format_rfc3339(start_secs),
+        almanac_engine::calendar::rfc3339_secs(start_secs),
         spec.seed,
         spec.rows(),
         spec.points()
@@ -444,11 +445,11 @@ fn write_share(shared: &Shared<'_>, mut stream: data::Stream) -> anyhow::Result<
             if n < MAX_PRINTED_FAILURES {
                 let text: String = response.text().chars().take(MAX_PRINTED_BODY).collect();
                 eprintln!(
-                    "almanac bench tsbs: HTTP {}, {failed} of {rows} rows failed: {text}",
+                    "almanac-bench tsbs: HTTP {}, {failed} of {rows} rows failed: {text}",
                     response.status
                 );
             } else if n == MAX_PRINTED_FAILURES {
-                eprintln!("almanac bench tsbs: (further failures are only counted)");
+                eprintln!("almanac-bench tsbs: (further failures are only counted)");
             }
         }
         tally.rows_failed += failed;
@@ -524,7 +525,7 @@ fn report(args: &TsbsArgs, t: &Tally, wall: Duration, server_cpu_secs: Option<f6
                 "data dir           right after the load: {}",
                 size.describe(points)
             ),
-            Err(e) => eprintln!("almanac bench tsbs: {e:#}"),
+            Err(e) => eprintln!("almanac-bench tsbs: {e:#}"),
         }
     }
 }
@@ -570,10 +571,6 @@ fn settle(args: &TsbsArgs, dir: &Path, points: u64) -> anyhow::Result<()> {
         println!("server CPU         {:.2} s while settling", b - a);
     }
     Ok(())
-}
-
-fn server_cpu(pid: Option<u32>) -> anyhow::Result<Option<f64>> {
-    pid.map(process_cpu_secs).transpose()
 }
 
 /// Bytes under a directory.
@@ -634,69 +631,10 @@ fn dir_bytes(dir: &Path) -> anyhow::Result<DirSize> {
 /// Epoch seconds from `s`: digits (epoch seconds) or RFC 3339 with whole seconds
 /// (`2024-01-01T00:00:00Z`, `2024-01-01T02:00:00+02:00`).
 fn parse_start(s: &str) -> anyhow::Result<i64> {
-    if let Ok(secs) = s.parse::<i64>() {
-        return Ok(secs);
-    }
-    let bad = || anyhow::anyhow!("--start {s:?}: expected epoch seconds or YYYY-MM-DDTHH:MM:SSZ");
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return Err(bad());
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return Err(bad());
-    }
-    let num = |from: usize, to: usize| -> anyhow::Result<i64> {
-        s.get(from..to)
-            .filter(|x| x.bytes().all(|c| c.is_ascii_digit()))
-            .and_then(|x| x.parse().ok())
-            .ok_or_else(bad)
-    };
-    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return Err(bad());
-    }
-    let offset = match s.get(19..).ok_or_else(bad)? {
-        "Z" | "z" => 0,
-        tz if tz.len() == 6 && tz.as_bytes()[3] == b':' => {
-            let sign = match tz.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return Err(bad()),
-            };
-            sign * (num(20, 22)? * 3600 + num(23, 25)? * 60)
-        }
-        _ => return Err(bad()),
-    };
-    Ok(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-fn format_rfc3339(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = almanac_engine::clock::civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    s.parse::<i64>()
+        .ok()
+        .or_else(|| almanac_engine::calendar::parse_rfc3339_secs(s))
+        .with_context(|| format!("--start {s:?}: expected epoch seconds or YYYY-MM-DDTHH:MM:SSZ"))
 }
 
 #[cfg(test)]
@@ -730,9 +668,15 @@ mod tests {
         assert!(parse_start("2016-01-01T00:00:0é+02:00").is_err());
         assert!(parse_start("2016-01-01T00:00:00é1:00").is_err());
         for secs in [0, 1_451_606_400, 1_709_210_096, 4_102_444_799, -86_401] {
-            assert_eq!(parse_start(&format_rfc3339(secs)).unwrap(), secs);
+            assert_eq!(
+                parse_start(&almanac_engine::calendar::rfc3339_secs(secs)).unwrap(),
+                secs
+            );
         }
-        assert_eq!(format_rfc3339(1_709_210_096), "2024-02-29T12:34:56Z");
+        assert_eq!(
+            almanac_engine::calendar::rfc3339_secs(1_709_210_096),
+            "2024-02-29T12:34:56Z"
+        );
     }
 
     #[test]

@@ -1,18 +1,21 @@
-//! The five TSBS devops queries ([`almanac_sql::devops`]) give the same answers as a
+//! The five TSBS devops queries ([`almanac_bench::devops`]) give the same answers as a
 //! naive evaluation over the raw records, on every storage pattern.
 #![expect(
     clippy::panic,
     reason = "a test should stop loudly at the first surprise"
 )]
 
-mod common;
-
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use almanac_sql::devops::{self, CPU_FIELDS, HIGH_CPU, HOUR_NS};
+/// What the test returns: any error stops it.
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+use almanac_bench::devops::{self, CPU_FIELDS, HIGH_CPU, HOUR_NS};
+use almanac_engine::Durability;
+use almanac_engine::clock::ManualClock;
 use almanac_sql::{QueryOutput, Scope, SqlEngine};
-use almanac_timeseries::{Layout, NewTable, Pattern, Retention};
-use common::{Result, multi};
+use almanac_timeseries::{Dimension, Layout, MeasureValue, NewTable, Pattern, Record, Retention};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, TimeUnit, TimestampNanosecondType};
 
@@ -198,7 +201,15 @@ fn naive_lastpoint(data: &[Reading]) -> Vec<Vec<Cell>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devops_queries_match_a_naive_evaluation() -> Result {
-    let (engine, ts, _dir) = common::open("devops", NOW_MS)?;
+    let dir = tempfile::tempdir()?;
+    let clock = Arc::new(ManualClock::new(NOW_MS * 1000));
+    let (engine, ts) = almanac_bench::store::open_embedded_at(
+        dir.path(),
+        almanac_timeseries::DEFAULT_INSTANCE,
+        Durability::None,
+        clock,
+    )?;
+    let ts = Arc::new(ts);
     let start_ns = (NOW_MS - HOURS * 3_600_000) * 1_000_000;
     let data = readings(start_ns);
     ts.create_database("tsbs", None)?;
@@ -234,17 +245,18 @@ async fn devops_queries_match_a_naive_evaluation() -> Result {
                     } else {
                         "eu-west-1"
                     };
-                    let values: Vec<(&str, String, &str)> = CPU_FIELDS
+                    let values = CPU_FIELDS
                         .iter()
                         .zip(r.values)
-                        .map(|(f, v)| (*f, format!("{v}"), "DOUBLE"))
+                        .map(|(f, v)| {
+                            MeasureValue::new(f.to_string(), format!("{v}"), "DOUBLE".to_string())
+                        })
                         .collect();
-                    multi(
-                        &[("hostname", &r.host), ("region", region)],
-                        "cpu",
-                        &values,
-                        r.time_ns / 1_000_000,
-                    )
+                    let dims = vec![
+                        Dimension::new("hostname", r.host.clone()),
+                        Dimension::new("region", region),
+                    ];
+                    Record::multi(dims, "cpu", values, r.time_ns / 1_000_000)
                 })
                 .collect();
             ts.write_records("tsbs", table, None, &records)?;

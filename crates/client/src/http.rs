@@ -10,7 +10,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use Failure::{Fatal, Stale};
-use anyhow::{Context, bail};
+
+use crate::Error;
 
 /// How long to wait for a response before giving up on the request.
 const READ_TIMEOUT: Duration = Duration::from_secs(300);
@@ -28,16 +29,20 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Parses `http://host[:port][/prefix]` (port 80 by default).
-    pub fn parse(url: &str) -> anyhow::Result<Self> {
+    pub fn parse(url: &str) -> Result<Self, Error> {
+        let bad = |reason: &str| Error::Address {
+            addr: url.to_string(),
+            reason: reason.to_string(),
+        };
         let rest = url
             .strip_prefix("http://")
-            .with_context(|| format!("{url}: only http:// URLs are supported"))?;
+            .ok_or_else(|| bad("only http:// URLs are supported"))?;
         let (authority, prefix) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
         };
         if authority.is_empty() {
-            bail!("{url}: no host");
+            return Err(bad("no host"));
         }
         let has_port = match authority.rfind(':') {
             Some(i) => !authority[i..].contains(']'), // not the inside of "[::1]"
@@ -96,35 +101,37 @@ impl Client {
         path: &str,
         headers: &[(&str, &str)],
         body: &[u8],
-    ) -> anyhow::Result<Response> {
+    ) -> Result<Response, Error> {
         self.head.clear();
-        write!(
+        // Writing into a Vec cannot fail.
+        let _ = write!(
             self.head,
             "POST {}{} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
             self.endpoint.prefix,
             path,
             self.endpoint.authority,
             body.len()
-        )?;
+        );
         for (k, v) in headers {
-            write!(self.head, "{k}: {v}\r\n")?;
+            let _ = write!(self.head, "{k}: {v}\r\n");
         }
         self.head.extend_from_slice(b"\r\n");
 
         let reused = self.conn.is_some();
         match self.exchange(body) {
             Ok(r) => Ok(r),
-            Err(Stale(e)) if reused => self.exchange(body).map_err(|f| {
-                f.into_error()
-                    .context(format!("retried after a stale connection ({e:#})"))
+            Err(Stale(first)) if reused => self.exchange(body).map_err(|f| Error::Request {
+                request: format!("retried after a stale connection ({first})"),
+                source: Box::new(f.into_error()),
             }),
             Err(f) => Err(f.into_error()),
         }
-        .with_context(|| {
-            format!(
+        .map_err(|e| Error::Request {
+            request: format!(
                 "POST http://{}{}{path}",
                 self.endpoint.authority, self.endpoint.prefix
-            )
+            ),
+            source: Box::new(e),
         })
     }
 
@@ -141,17 +148,17 @@ impl Client {
 
     fn try_exchange(&mut self, body: &[u8]) -> Result<(Response, bool), Failure> {
         if self.conn.is_none() {
+            let connecting = || format!("connecting to {}", self.endpoint.authority);
             let stream = TcpStream::connect(&self.endpoint.authority)
-                .with_context(|| format!("connecting to {}", self.endpoint.authority))
-                .map_err(Fatal)?;
-            stream.set_nodelay(true).map_err(|e| Fatal(e.into()))?;
+                .map_err(|e| Fatal(io(connecting(), e)))?;
             stream
-                .set_read_timeout(Some(READ_TIMEOUT))
-                .map_err(|e| Fatal(e.into()))?;
+                .set_nodelay(true)
+                .and_then(|()| stream.set_read_timeout(Some(READ_TIMEOUT)))
+                .map_err(|e| Fatal(io(connecting(), e)))?;
             self.conn = Some(BufReader::with_capacity(64 * 1024, stream));
         }
         let Some(conn) = self.conn.as_mut() else {
-            return Err(Fatal(anyhow::anyhow!("no connection")));
+            return Err(Fatal(Error::Protocol("no connection".into())));
         };
         let send = |conn: &mut BufReader<TcpStream>, head: &[u8]| -> std::io::Result<()> {
             let s = conn.get_mut();
@@ -159,20 +166,25 @@ impl Client {
             s.write_all(body)?;
             s.flush()
         };
-        send(conn, &self.head).map_err(|e| Stale(anyhow::Error::from(e).context("sending")))?;
+        send(conn, &self.head).map_err(|e| Stale(io("sending".into(), e)))?;
 
         // The status line: nothing read yet means the server may have closed the connection.
         let mut line = Vec::new();
         let n = read_line(conn, &mut line).map_err(|e| {
-            let timed_out = e
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|io| matches!(io.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
-            let e = e.context("reading the status");
+            let timed_out = matches!(
+                &e,
+                Error::Io { source, .. }
+                    if matches!(source.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+            );
+            let e = Error::Request {
+                request: "reading the status".into(),
+                source: Box::new(e),
+            };
             if timed_out { Fatal(e) } else { Stale(e) }
         })?;
         if n == 0 {
-            return Err(Stale(anyhow::anyhow!(
-                "connection closed before a response"
+            return Err(Stale(Error::Protocol(
+                "connection closed before a response".into(),
             )));
         }
         let status_line = String::from_utf8_lossy(&line).into_owned();
@@ -181,8 +193,7 @@ impl Client {
         let status: u16 = parts
             .next()
             .and_then(|s| s.parse().ok())
-            .with_context(|| format!("bad status line {status_line:?}"))
-            .map_err(Fatal)?;
+            .ok_or_else(|| Fatal(Error::Protocol(format!("bad status line {status_line:?}"))))?;
         let mut keep_alive = version != "HTTP/1.0";
         // From here on the server has answered: no failure is retried.
 
@@ -191,8 +202,8 @@ impl Client {
         loop {
             line.clear();
             if read_line(conn, &mut line).map_err(Fatal)? == 0 {
-                return Err(Fatal(anyhow::anyhow!(
-                    "connection closed inside the headers"
+                return Err(Fatal(Error::Protocol(
+                    "connection closed inside the headers".into(),
                 )));
             }
             if line.is_empty() {
@@ -205,12 +216,9 @@ impl Client {
             let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
             match name.as_str() {
                 "content-length" => {
-                    length = Some(
-                        value
-                            .parse()
-                            .with_context(|| format!("bad Content-Length {value:?}"))
-                            .map_err(Fatal)?,
-                    );
+                    length = Some(value.parse().map_err(|_| {
+                        Fatal(Error::Protocol(format!("bad Content-Length {value:?}")))
+                    })?);
                 }
                 "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
                 "connection" => {
@@ -233,12 +241,10 @@ impl Client {
         } else if let Some(n) = length {
             body.resize(n, 0);
             conn.read_exact(&mut body)
-                .context("reading the body")
-                .map_err(Fatal)?;
+                .map_err(|e| Fatal(io("reading the body".into(), e)))?;
         } else {
             conn.read_to_end(&mut body)
-                .context("reading the body")
-                .map_err(Fatal)?;
+                .map_err(|e| Fatal(io("reading the body".into(), e)))?;
             keep_alive = false;
         }
         Ok((Response { status, body }, keep_alive))
@@ -249,13 +255,13 @@ impl Client {
 enum Failure {
     /// Before any response byte: the server may have closed an idle connection, and
     /// may not have seen the request; worth one retry on a fresh connection.
-    Stale(anyhow::Error),
+    Stale(Error),
     /// Anything else: not retried (the request may have been applied).
-    Fatal(anyhow::Error),
+    Fatal(Error),
 }
 
 impl Failure {
-    fn into_error(self) -> anyhow::Error {
+    fn into_error(self) -> Error {
         match self {
             Stale(e) | Fatal(e) => e,
         }
@@ -264,14 +270,17 @@ impl Failure {
 
 /// Reads one CRLF- (or LF-) terminated line into `line` without its terminator;
 /// returns the bytes consumed (0 at end of stream).
-fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> anyhow::Result<usize> {
+fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> Result<usize, Error> {
     line.clear();
     let n = conn
         .by_ref()
         .take(MAX_HEADER_LINE as u64)
-        .read_until(b'\n', line)?;
+        .read_until(b'\n', line)
+        .map_err(|e| io("reading a line".into(), e))?;
     if n > 0 && line.last() != Some(&b'\n') {
-        bail!("header line too long or cut short");
+        return Err(Error::Protocol(format!(
+            "header line longer than {MAX_HEADER_LINE} bytes or cut short"
+        )));
     }
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
@@ -279,16 +288,18 @@ fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> anyhow::Res
     Ok(n)
 }
 
-fn read_chunked(conn: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> anyhow::Result<()> {
+fn read_chunked(conn: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> Result<(), Error> {
     let mut line = Vec::new();
     loop {
         if read_line(conn, &mut line)? == 0 {
-            bail!("connection closed inside a chunked body");
+            return Err(Error::Protocol(
+                "connection closed inside a chunked body".into(),
+            ));
         }
         let text = String::from_utf8_lossy(&line);
         let size_text = text.split(';').next().unwrap_or_default().trim();
         let size = usize::from_str_radix(size_text, 16)
-            .with_context(|| format!("bad chunk size {size_text:?}"))?;
+            .map_err(|_| Error::Protocol(format!("bad chunk size {size_text:?}")))?;
         if size == 0 {
             // Trailers, then the empty line.
             loop {
@@ -299,9 +310,15 @@ fn read_chunked(conn: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> anyhow::
         }
         let at = body.len();
         body.resize(at + size, 0);
-        conn.read_exact(&mut body[at..])?;
+        conn.read_exact(&mut body[at..])
+            .map_err(|e| io("reading a chunk".into(), e))?;
         read_line(conn, &mut line)?; // the CRLF after the chunk
     }
+}
+
+/// An I/O error with what was being done.
+fn io(context: String, source: std::io::Error) -> Error {
+    Error::Io { context, source }
 }
 
 /// Percent-encodes `s` for a URL query value.

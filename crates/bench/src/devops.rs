@@ -1,6 +1,6 @@
 //! The TSBS devops queries in Timestream's SQL, over a table of TSBS `cpu` records
 //! (dimension `hostname` among others, multi-measure `cpu` with the ten `usage_*`
-//! attributes). One definition serves the benchmark (`almanac bench sql`) and the test
+//! attributes). One definition serves the benchmark (`almanac-bench sql`) and the test
 //! that checks the answers against a naive evaluation of the raw records.
 
 /// The ten measures of a TSBS `cpu` record.

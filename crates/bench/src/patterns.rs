@@ -1,6 +1,7 @@
-//! `almanac bench patterns`: the seeds' comparison of the four Bigtable time-series
-//! patterns, on the seeds' own example (weather balloons reporting pressure,
-//! temperature, humidity and altitude once a minute), through the time-series layer.
+//! `almanac-bench patterns`: the four Bigtable time-series patterns of Google's
+//! "Schema design for time series data", on its own example (weather balloons
+//! reporting pressure, temperature, humidity and altitude once a minute), through the
+//! time-series layer.
 //!
 //! For each pattern, and for single-measure records (one record per measure) and
 //! multi-measure records (one record per reading with four values):
@@ -9,7 +10,7 @@
 //! 2. write `--balloons` x `--days` x 1440 readings in WriteRecords batches of 100
 //!    records, timed (points/s, CPU µs per point); a point is one measure value,
 //! 3. compact and report bytes on disk per point,
-//! 4. time the seeds' typical reads, each `--reads` times over random balloons:
+//! 4. time the guide's typical reads, each `--reads` times over random balloons:
 //!    one balloon's last hour, one measure across all balloons for a day, the latest
 //!    reading of every balloon;
 //! 5. seal every closed hour into blocks (points/s of the seal pass), compact, and
@@ -17,22 +18,22 @@
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use almanac_engine::clock::{Clock, Rng, SystemClock};
-use almanac_engine::{Durability, Engine, Options};
+use almanac_engine::{Durability, Engine};
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Record, Retention,
     Selection, TimeSeries,
 };
 use anyhow::Context;
 
-use crate::bench::cpu_secs;
+use crate::measure::own_cpu_secs;
+use crate::store::open_embedded;
 
 /// Records per WriteRecords batch (Timestream's maximum).
 const BATCH: usize = 100;
-/// Regions the balloons fly over (the seeds use Google Cloud region names).
+/// Regions the balloons fly over (the guide uses Google Cloud region names).
 const LOCATIONS: [&str; 5] = [
     "us-west2",
     "asia-south2",
@@ -48,7 +49,7 @@ const MEASURES: [(&str, &str); 4] = [
     ("altitude", "BIGINT"),
 ];
 
-/// Flags of `almanac bench patterns`.
+/// Flags of `almanac-bench patterns`.
 #[derive(Debug, clap::Args)]
 pub struct PatternArgs {
     /// Balloons (series).
@@ -145,35 +146,6 @@ fn timed<T>(reps: u32, mut f: impl FnMut(u32) -> anyhow::Result<T>) -> anyhow::R
     Ok(t0.elapsed() / reps.max(1))
 }
 
-/// An embedded engine in `dir` (fsync `buffer`, no background sweeper) and the
-/// time-series layer over it, with its tables in `instance`: what the in-process
-/// benchmarks load and query.
-pub(crate) fn open_embedded(
-    dir: &std::path::Path,
-    instance: &str,
-) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
-    open_embedded_with(dir, instance, Durability::Buffer)
-}
-
-/// [`open_embedded`] with the fsync policy `durability`.
-pub(crate) fn open_embedded_with(
-    dir: &std::path::Path,
-    instance: &str,
-    durability: Durability,
-) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
-    let engine = Arc::new(Engine::open(
-        dir,
-        Options {
-            durability,
-            sweep_interval: None,
-            ..Options::default()
-        },
-    )?);
-    let store = Arc::new(EmbeddedStore::new(Arc::clone(&engine), instance));
-    let ts = TimeSeries::open(store, Arc::new(SystemClock))?;
-    Ok((engine, ts))
-}
-
 fn run_one(
     args: &PatternArgs,
     dir: &std::path::Path,
@@ -181,7 +153,7 @@ fn run_one(
     multi: bool,
 ) -> anyhow::Result<RunResult> {
     let _ = std::fs::remove_dir_all(dir);
-    let (engine, ts) = open_embedded(dir, "projects/bench/instances/patterns")?;
+    let (engine, ts) = open_embedded(dir, "projects/bench/instances/patterns", Durability::Buffer)?;
     ts.create_database("weather", None)?;
     let layout = Layout::from_tags([
         ("almanac:layout", pattern.as_str()),
@@ -204,7 +176,7 @@ fn run_one(
     let now_ms = SystemClock.now_us() / 1000;
     let start_ms = (now_ms - minutes as i64 * 60_000) / 60_000 * 60_000;
     let mut rng = Rng::new(7);
-    let (c0, t0) = (cpu_secs(), Instant::now());
+    let (c0, t0) = (own_cpu_secs()?, Instant::now());
     let mut batch: Vec<Record> = Vec::with_capacity(BATCH);
     let mut points = 0u64;
     let flush = |batch: &mut Vec<Record>| -> anyhow::Result<()> {
@@ -228,7 +200,7 @@ fn run_one(
     }
     flush(&mut batch)?;
     let write = t0.elapsed();
-    let cpu = cpu_secs() - c0;
+    let cpu = own_cpu_secs()? - c0;
     let end_ns = (start_ms + minutes as i64 * 60_000) * 1_000_000;
     let rows = measure_state(args, &engine, &ts, multi, end_ns)?;
     // Then seal every closed hour into blocks and measure again.
@@ -251,7 +223,7 @@ fn run_one(
     })
 }
 
-/// Compacts, then measures bytes per point and times the seeds' three reads.
+/// Compacts, then measures bytes per point and times the guide's three reads.
 fn measure_state(
     args: &PatternArgs,
     engine: &Engine,
@@ -337,7 +309,7 @@ pub fn run(args: PatternArgs) -> anyhow::Result<()> {
             .collect::<Result<_, _>>()?
     };
     println!(
-        "almanac bench patterns: {} balloons x {} days x 1440 readings x 4 measures, bucket {}, WriteRecords batches of {BATCH}",
+        "almanac-bench patterns: {} balloons x {} days x 1440 readings x 4 measures, bucket {}, WriteRecords batches of {BATCH}",
         args.balloons, args.days, args.bucket
     );
     println!(

@@ -35,7 +35,7 @@ pub const TAG_KEYS: [&str; 10] = [
 ];
 
 /// The ten CPU measures, in TSBS's order (the SQL devops queries use the same list).
-pub use almanac_sql::devops::CPU_FIELDS as FIELDS;
+pub use crate::devops::CPU_FIELDS as FIELDS;
 
 /// Regions and their datacenters.
 const REGIONS: [(&str, &[&str]); 9] = [

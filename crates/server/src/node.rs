@@ -1,0 +1,256 @@
+//! A node: everything `almanac serve` runs, assembled in one place so the binary only
+//! parses flags and tests can start a whole server in process.
+//!
+//! ## A node's life, step by step
+//! 1. [`Node::start`] opens the data directory (the engine replays its journal on the
+//!    blocking pool), the time-series catalog and the SQL engine over them, then binds
+//!    the Bigtable gRPC listener and the Timestream HTTP listener. Nothing is served
+//!    yet, so a caller can report the bound addresses (port 0 picks free ones).
+//! 2. [`Node::run`] serves both listeners and runs the background passes: the engine's
+//!    GC sweep (its own thread, every [`NodeConfig::sweep_interval`]) and the sealing
+//!    of closed time-series buckets (every [`NodeConfig::seal_interval`], on the
+//!    blocking pool).
+//! 3. When the shutdown future resolves, both listeners stop accepting, requests in
+//!    flight finish, a seal pass under way finishes, and the engine flushes its
+//!    memtables and journal before `run` returns.
+//!
+//! [`compact`] is the offline counterpart: on a stopped server's directory it seals
+//! closed buckets and rewrites the tables into one sorted run.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use almanac_engine::clock::SystemClock;
+use almanac_engine::warning::WarningSink;
+use almanac_engine::{Durability, Engine, Options};
+use almanac_sql::SqlEngine;
+use almanac_timeseries::{DEFAULT_INSTANCE, EmbeddedStore, SealStats, TimeSeries};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::{Bound, ServeError};
+
+/// Default seconds between background GC sweeps.
+pub const DEFAULT_SWEEP_SECS: u64 = 60;
+/// Default seconds between passes that seal closed time-series buckets into blocks.
+pub const DEFAULT_SEAL_SECS: u64 = 60;
+
+/// What a node opens and where it listens.
+#[derive(Clone)]
+pub struct NodeConfig {
+    /// The data directory (created on first start).
+    pub data_dir: PathBuf,
+    /// The Bigtable gRPC listener (`BIGTABLE_EMULATOR_HOST`).
+    pub grpc_addr: SocketAddr,
+    /// The Timestream-compatible HTTP listener (boto3's `endpoint_url`).
+    pub timestream_addr: SocketAddr,
+    /// When an acknowledged write is on disk.
+    pub durability: Durability,
+    /// Time between background GC sweeps.
+    pub sweep_interval: Duration,
+    /// Time between seal passes; `None` never seals in the background.
+    pub seal_interval: Option<Duration>,
+    /// Where warnings about recommended limits go; `None` drops them.
+    pub on_warning: Option<WarningSink>,
+}
+
+impl NodeConfig {
+    /// A node over `data_dir` on the given addresses, with the default durability
+    /// (`sync`), sweep and seal intervals, and no warning sink.
+    pub fn new(data_dir: PathBuf, grpc_addr: SocketAddr, timestream_addr: SocketAddr) -> Self {
+        Self {
+            data_dir,
+            grpc_addr,
+            timestream_addr,
+            durability: Durability::Sync,
+            sweep_interval: Duration::from_secs(DEFAULT_SWEEP_SECS),
+            seal_interval: Some(Duration::from_secs(DEFAULT_SEAL_SECS)),
+            on_warning: None,
+        }
+    }
+}
+
+/// An opened store with both listeners bound; [`Node::run`] serves them.
+pub struct Node {
+    engine: Engine,
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    sql: Arc<SqlEngine>,
+    grpc: Bound,
+    grpc_addr: SocketAddr,
+    timestream: TcpListener,
+    timestream_addr: SocketAddr,
+    seal_interval: Option<Duration>,
+}
+
+impl Node {
+    /// Opens the store in `config.data_dir` and binds both listeners. Call it inside
+    /// a multi-threaded tokio runtime: SQL and the Timestream endpoint run on it.
+    pub async fn start(config: NodeConfig) -> Result<Self, ServeError> {
+        let NodeConfig {
+            data_dir,
+            grpc_addr,
+            timestream_addr,
+            durability,
+            sweep_interval,
+            seal_interval,
+            on_warning,
+        } = config;
+        let options = Options {
+            durability,
+            sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
+            on_warning,
+            ..Options::default()
+        };
+        let (engine, ts, sql) = tokio::task::spawn_blocking(move || {
+            let (engine, ts) = open_store(&data_dir, options)?;
+            let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
+            Ok::<_, ServeError>((engine, ts, sql))
+        })
+        .await??;
+        let grpc = crate::bind(grpc_addr).await?;
+        let grpc_addr = grpc.local_addr().map_err(|source| ServeError::Bind {
+            addr: grpc_addr,
+            source,
+        })?;
+        let timestream =
+            TcpListener::bind(timestream_addr)
+                .await
+                .map_err(|source| ServeError::Bind {
+                    addr: timestream_addr,
+                    source,
+                })?;
+        let timestream_addr = timestream.local_addr().map_err(|source| ServeError::Bind {
+            addr: timestream_addr,
+            source,
+        })?;
+        Ok(Self {
+            engine,
+            ts,
+            sql,
+            grpc,
+            grpc_addr,
+            timestream,
+            timestream_addr,
+            seal_interval,
+        })
+    }
+
+    /// The bound Bigtable gRPC address.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc_addr
+    }
+
+    /// The bound Timestream HTTP address.
+    pub fn timestream_addr(&self) -> SocketAddr {
+        self.timestream_addr
+    }
+
+    /// Serves until `shutdown` resolves, then finishes what is in flight and flushes
+    /// the engine.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let sealer = tokio::spawn(seal_periodically(
+            self.ts.clone(),
+            self.seal_interval,
+            stop_rx.clone(),
+        ));
+        let http = tokio::spawn(crate::timestream::serve(
+            self.ts,
+            self.sql.clone(),
+            self.timestream,
+            stopped(stop_rx),
+        ));
+        let grpc = crate::serve(self.engine.clone(), self.sql, self.grpc, async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await;
+        let http = http.await?;
+        sealer.await?;
+        grpc?;
+        http.map_err(ServeError::Timestream)?;
+        let engine = self.engine;
+        Ok(tokio::task::spawn_blocking(move || engine.shutdown()).await??)
+    }
+}
+
+/// The engine over `dir` and the time-series layer over it.
+fn open_store(
+    dir: &Path,
+    options: Options,
+) -> Result<(Engine, Arc<TimeSeries<EmbeddedStore>>), ServeError> {
+    let engine = Engine::open(dir, options).map_err(|source| ServeError::Open {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let store = EmbeddedStore::new(Arc::new(engine.clone()), DEFAULT_INSTANCE);
+    let ts = Arc::new(TimeSeries::open(Arc::new(store), Arc::new(SystemClock))?);
+    Ok((engine, ts))
+}
+
+/// Seals the closed buckets of every time-series table every `interval`, until `stop`
+/// turns true (a pass under way finishes first). A failed pass is reported on stderr
+/// and retried at the next interval.
+async fn seal_periodically(
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    interval: Option<Duration>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(interval) = interval else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let ts = ts.clone();
+        match tokio::task::spawn_blocking(move || ts.seal_all()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("almanac: sealing closed buckets failed: {e}"),
+            Err(e) => eprintln!("almanac: sealing closed buckets failed: {e}"),
+        }
+    }
+}
+
+/// What [`compact`] did.
+#[derive(Debug, Clone, Copy)]
+pub struct Compaction {
+    /// Closed buckets sealed first.
+    pub sealed: SealStats,
+    /// Bytes of the directory before.
+    pub bytes_before: u64,
+    /// Bytes of the directory after.
+    pub bytes_after: u64,
+    /// Of those, bytes in the journal.
+    pub journal_bytes: u64,
+}
+
+/// Opens a stopped server's data directory, seals the closed buckets of time-series
+/// tables, rewrites the cell tables into one sorted run (dropping overwritten,
+/// deleted and collected data) and closes it.
+pub fn compact(dir: &Path) -> Result<Compaction, ServeError> {
+    let options = Options {
+        sweep_interval: None,
+        ..Options::default()
+    };
+    let (engine, ts) = open_store(dir, options)?;
+    let bytes_before = engine.disk_space()?;
+    let sealed = ts.seal_all()?;
+    engine.compact()?;
+    let bytes_after = engine.disk_space()?;
+    let journal_bytes = engine.journal_space()?;
+    engine.shutdown()?;
+    Ok(Compaction {
+        sealed,
+        bytes_before,
+        bytes_after,
+        journal_bytes,
+    })
+}
