@@ -242,7 +242,11 @@ async fn timestream_records_are_written_and_queried() {
             serde_json::json!({"QueryString": "SELECT * FROM \"weather\".\"nope\""}),
         )
         .await;
-    assert_eq!(status, 400, "{answer}");
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(
+        answer["__type"], "com.amazonaws.timestreamquery#ResourceNotFoundException",
+        "{answer}"
+    );
     node.stop().await;
 }
 
