@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use almanac_engine::rowset::{RowRange, prefix_successor};
+use almanac_engine::rowset::RowRange;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator};
 
@@ -230,16 +230,18 @@ pub fn intersect(a: &[RowRange], b: &[RowRange]) -> Ranges {
     out
 }
 
-/// The key range of a prefix, for callers that build ranges by hand.
-pub fn prefix_range(prefix: &[u8]) -> RowRange {
-    RowRange {
-        start: Bound::Included(prefix.to_vec()),
-        end: prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use almanac_engine::rowset::prefix_successor;
+
+    /// The key range of a prefix.
+    fn prefix_range(prefix: &[u8]) -> RowRange {
+        RowRange {
+            start: Bound::Included(prefix.to_vec()),
+            end: prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded),
+        }
+    }
+
     use datafusion::logical_expr::{col, lit};
 
     use super::*;

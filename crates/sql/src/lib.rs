@@ -15,18 +15,18 @@
 //!
 //! Only queries run: DDL, DML and `SET` are refused.
 
-pub mod bigtable;
+mod bigtable;
 pub mod catalog;
-pub mod error;
-pub mod functions;
-pub mod interpolate;
-pub mod keyrange;
-pub mod planner;
-pub mod qualifiers;
+mod error;
+mod functions;
+mod interpolate;
+mod keyrange;
+mod planner;
+mod qualifiers;
 pub mod rewrite;
-pub mod series;
-pub mod source;
-pub mod stats;
+mod series;
+mod source;
+mod stats;
 
 use std::sync::Arc;
 

@@ -28,23 +28,23 @@
 //! any row that needs it; a point is only replaced by a higher version.
 
 pub mod block;
-pub mod catalog;
-pub mod codec;
-pub mod error;
-pub mod keys;
+mod catalog;
+mod codec;
+mod error;
+mod keys;
 pub mod layout;
 pub mod limits;
 pub mod model;
-pub mod partition;
+mod partition;
 pub mod query;
-pub mod rows;
-pub mod schema;
-pub mod seal;
-pub mod series;
-pub mod store;
-pub mod tags;
-pub mod validate;
-pub mod write;
+mod rows;
+mod schema;
+mod seal;
+mod series;
+mod store;
+mod tags;
+mod validate;
+mod write;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;

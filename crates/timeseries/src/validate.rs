@@ -156,6 +156,8 @@ pub fn parse_value(kind: MeasureType, text: &str, unit: TimeUnit) -> Result<Valu
 }
 
 /// Checks one record under its common attributes; `Err` is the rejection reason.
+/// (The write path checks through [`RecordChecker`]; tests check single records.)
+#[cfg(test)]
 pub fn parse_record<'r>(
     common: Option<&'r Record<'_>>,
     rec: &'r Record<'_>,
