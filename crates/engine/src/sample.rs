@@ -1,11 +1,14 @@
 //! SampleRowKeys: row keys that split a table into pieces of roughly equal size.
 //!
-//! One pass over the table's keys sums the stored size of every cell (key plus value)
-//! and emits the last row key of each piece of about [`SAMPLE_PIECE_BYTES`], with the
-//! bytes up to it. The last sample is the empty key with the table's total size, as
-//! the service returns. Value sizes come from the index ([`rowsize::for_each_cell`]):
-//! values stored apart from their keys (large ones) are never read. (A full pass over
-//! the keys: fine for the sizes one machine holds; an index of row sizes would make it
+//! One pass over the table's keys sums the stored size of every cell (key plus value).
+//! Each time about [`SAMPLE_PIECE_BYTES`] have passed, the next row's key is a sample,
+//! with the bytes of the rows before it (the proto's `offset_bytes`). The table's last
+//! row is always a sample (as the official emulator answers, so a client that drops
+//! the empty key, like Google's Go client, still gets one key from a small table),
+//! and the last sample is the empty key with the table's total size, as the service
+//! returns. Value sizes come from the index ([`rowsize::for_each_cell`]): values
+//! stored apart from their keys (large ones) are never read. (A full pass over the
+//! keys: fine for the sizes one machine holds; an index of row sizes would make it
 //! constant-time and is future work.)
 
 use std::ops::Bound;
@@ -21,8 +24,9 @@ use crate::rowsize;
 pub const SAMPLE_PIECE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl Engine {
-    /// `(row key, bytes up to and including that row)` pairs over `range`; the last
-    /// key is the range's end (empty for the end of the table).
+    /// `(row key, bytes of the rows before it)` pairs over `range`, ending with the
+    /// range's last row and then the range's end (the empty key for the end of the
+    /// table) with the total; offsets strictly increase.
     pub fn sample_row_keys(
         &self,
         instance: &str,
@@ -33,8 +37,9 @@ impl Engine {
         let (lo, hi) = encoded_range(meta.id, range);
         let snapshot = self.inner.db.snapshot();
         let mut out = Vec::new();
-        let (mut total, mut last_emit) = (0u64, 0u64);
+        let (mut total, mut last_emit, mut before_row) = (0u64, 0u64, 0u64);
         let mut row: Vec<u8> = Vec::new();
+        let mut row_emitted = false;
         rowsize::for_each_cell(
             &snapshot,
             &self.inner.cells,
@@ -42,16 +47,21 @@ impl Engine {
             Some(&hi),
             |k, p, size| {
                 if k[..p.row_end] != row[..] {
-                    if !row.is_empty() && total - last_emit >= SAMPLE_PIECE_BYTES {
+                    row = k[..p.row_end].to_vec();
+                    before_row = total;
+                    row_emitted = total - last_emit >= SAMPLE_PIECE_BYTES;
+                    if row_emitted {
                         out.push((keys::row_of_prefix(&row), total));
                         last_emit = total;
                     }
-                    row = k[..p.row_end].to_vec();
                 }
                 total += k.len() as u64 + size;
                 Ok(true)
             },
         )?;
+        if !row.is_empty() && !row_emitted {
+            out.push((keys::row_of_prefix(&row), before_row));
+        }
         let end = match &range.end {
             Bound::Included(k) | Bound::Excluded(k) => k.clone(),
             Bound::Unbounded => Vec::new(),

@@ -68,3 +68,33 @@ fn offsets_count_large_and_small_values() {
         assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
     }
 }
+
+#[test]
+fn a_small_table_samples_its_last_row_then_the_empty_key() {
+    let e = ScratchEngine::quiet("sample-small", Durability::None);
+    let spec = TableSpec {
+        families: vec![("cf".into(), FamilySpec::default())],
+        ..TableSpec::default()
+    };
+    e.create_table(I, "t", spec).unwrap();
+    assert_eq!(
+        e.sample_row_keys(I, "t", &RowRange::all()).unwrap(),
+        vec![(Vec::new(), 0)],
+        "an empty table has only the end"
+    );
+    for key in ["a", "b", "c"] {
+        let set = Mutation::SetCell {
+            family: "cf".into(),
+            qualifier: b"q".to_vec(),
+            timestamp_us: 1000,
+            value: noise(100, 7),
+        };
+        e.mutate_row(I, "t", key.as_bytes(), &[set]).unwrap();
+    }
+    let samples = e.sample_row_keys(I, "t", &RowRange::all()).unwrap();
+    let keys: Vec<&[u8]> = samples.iter().map(|(k, _)| k.as_slice()).collect();
+    assert_eq!(keys, [&b"c"[..], b""], "{samples:?}");
+    // `c`'s offset counts the rows before it: two of the three equal rows.
+    let (before_c, total) = (samples[0].1, samples[1].1);
+    assert!(before_c > 0 && before_c * 3 == total * 2, "{samples:?}");
+}

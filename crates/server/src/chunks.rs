@@ -4,11 +4,18 @@
 //! name when it changes and the qualifier when it or the family changes; values
 //! larger than [`VALUE_PIECE_BYTES`] are split across chunks, every piece but the
 //! last stating the whole `value_size`; the row's last chunk has `commit_row`.
-//! Chunks are packed into responses of about [`RESPONSE_BYTES`] (clients refuse
-//! messages over 4 MiB by default, so a large cell spans responses). A response
-//! that starts in the middle of a row repeats the row key on its first chunk:
-//! Google's Python client checks each response's first key against the last row
-//! it yielded, and accepts a repeated key that equals the current one.
+//! Chunks are packed into responses of about [`RESPONSE_BYTES`], in one of two
+//! [`Framing`]s:
+//! - [`Framing::WholeRows`] (the default): a response ends only at the end of a row,
+//!   so a larger row is one response of its own (up to the row limit; the server
+//!   allows messages of [`almanac_engine::limits::MAX_MESSAGE_BYTES`]). Cloud Bigtable
+//!   frames this way, and Google's Go client relies on it: after every response it
+//!   checks that no row or cell is left open.
+//! - [`Framing::Split`]: a response ends once full, inside a row if need be, so no
+//!   message passes gRPC's default 4 MiB receive limit, which Google's Python client
+//!   keeps on its emulator channel. A response that starts inside a row repeats the
+//!   row key on its first chunk; the Python client accepts a repeated key equal to
+//!   the current one.
 
 use almanac_api::google::bigtable::v2::ReadRowsResponse;
 use almanac_api::google::bigtable::v2::read_rows_response::CellChunk;
@@ -22,16 +29,48 @@ pub const VALUE_PIECE_BYTES: usize = 1024 * 1024;
 /// Target size of one ReadRows response message.
 pub const RESPONSE_BYTES: usize = 1024 * 1024;
 
+/// Where a response may end; see the module docs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// Only at the end of a row.
+    #[default]
+    WholeRows,
+    /// Once about [`RESPONSE_BYTES`] are waiting, even inside a row.
+    Split,
+}
+
+impl Framing {
+    /// The framing for a client: [`Framing::Split`] for gRPC's Python library (whose
+    /// channel to an emulator keeps the 4 MiB receive limit), else whole rows.
+    pub fn for_user_agent(user_agent: Option<&str>) -> Self {
+        if user_agent.is_some_and(|ua| ua.starts_with("grpc-python")) {
+            Self::Split
+        } else {
+            Self::WholeRows
+        }
+    }
+}
+
 /// Accumulates chunks into responses.
 #[derive(Debug, Default)]
 pub struct Framer {
+    framing: Framing,
     chunks: Vec<CellChunk>,
     bytes: usize,
 }
 
 impl Framer {
-    /// Appends a row's chunks; returns finished responses, if any are full.
+    /// A framer that ends responses as `framing` allows.
+    pub fn new(framing: Framing) -> Self {
+        Self {
+            framing,
+            ..Self::default()
+        }
+    }
+
+    /// Appends a row's chunks; returns the responses that are full.
     pub fn push_row(&mut self, row: Row) -> Vec<ReadRowsResponse> {
+        let split = self.framing == Framing::Split;
         let mut out = Vec::new();
         let key = Bytes::from(row.key);
         let n = row.cells.len();
@@ -50,7 +89,7 @@ impl Framer {
                     value.slice(p * VALUE_PIECE_BYTES..((p + 1) * VALUE_PIECE_BYTES).min(total));
                 let starts_response = self.chunks.is_empty();
                 let chunk = CellChunk {
-                    row_key: if (i == 0 && first_piece) || starts_response {
+                    row_key: if (i == 0 && first_piece) || (split && starts_response) {
                         key.clone()
                     } else {
                         Bytes::new()
@@ -73,11 +112,14 @@ impl Framer {
                 };
                 self.bytes += chunk.value.len() + chunk.row_key.len() + 64;
                 self.chunks.push(chunk);
-                if self.bytes >= RESPONSE_BYTES {
+                if split && self.bytes >= RESPONSE_BYTES {
                     out.push(self.take());
                 }
             }
             prev = Some((cell.family, cell.qualifier));
+        }
+        if self.bytes >= RESPONSE_BYTES {
+            out.push(self.take());
         }
         out
     }
@@ -125,8 +167,10 @@ mod tests {
                 cell("b", "x", 1, big),
             ],
         });
-        let mut chunks: Vec<CellChunk> = out.into_iter().flat_map(|r| r.chunks).collect();
-        chunks.extend(f.take().chunks);
+        // Past RESPONSE_BYTES: the whole row leaves as one response.
+        assert_eq!(out.len(), 1);
+        let chunks = out.into_iter().flat_map(|r| r.chunks).collect::<Vec<_>>();
+        assert!(f.is_empty());
         assert_eq!(chunks.len(), 5);
         assert_eq!(&chunks[0].row_key[..], b"r");
         assert_eq!(chunks[0].family_name.as_deref(), Some("a"));
@@ -141,5 +185,74 @@ mod tests {
         assert_eq!(chunks[4].value_size, 0);
         assert_eq!(chunks[4].value.len(), 5);
         assert!(chunks[4].row_status.is_some() && chunks[3].row_status.is_none());
+    }
+
+    #[test]
+    fn responses_end_only_at_row_ends() {
+        let mut f = Framer::default();
+        let mut responses = Vec::new();
+        for i in 0..40u8 {
+            // Rows of 100 KiB in two cells; a 3 MiB row in the middle.
+            let size = if i == 20 { 3 * 1024 * 1024 } else { 50 * 1024 };
+            let row = Row {
+                key: vec![b'r', i],
+                cells: vec![
+                    cell("a", "x", 2, vec![i; size]),
+                    cell("a", "y", 1, vec![i; size]),
+                ],
+            };
+            responses.extend(f.push_row(row));
+        }
+        responses.push(f.take());
+        assert!(responses.len() > 3, "{} responses", responses.len());
+        let mut rows = 0;
+        for r in &responses {
+            let last = r.chunks.last().map(|c| c.row_status.is_some());
+            assert_eq!(last, Some(true), "a response ends inside a row");
+            rows += r.chunks.iter().filter(|c| c.row_status.is_some()).count();
+            // Every response but the big row's stays near the target size.
+            let bytes: usize = r.chunks.iter().map(|c| c.value.len()).sum();
+            let holds_the_big_row = bytes >= 6 * 1024 * 1024;
+            assert!(
+                holds_the_big_row || bytes < RESPONSE_BYTES + 200 * 1024,
+                "{bytes}"
+            );
+        }
+        assert_eq!(rows, 40);
+    }
+
+    #[test]
+    fn split_framing_keeps_responses_small_and_repeats_the_key() {
+        let mut f = Framer::new(Framing::Split);
+        let big = vec![7u8; VALUE_PIECE_BYTES * 3 + 5];
+        let mut responses = f.push_row(Row {
+            key: b"r".to_vec(),
+            cells: vec![cell("a", "x", 1, big)],
+        });
+        responses.push(f.take());
+        assert_eq!(responses.len(), 4);
+        for r in &responses {
+            let bytes: usize = r.chunks.iter().map(|c| c.value.len()).sum();
+            assert!(bytes <= VALUE_PIECE_BYTES, "{bytes}");
+            assert_eq!(
+                &r.chunks[0].row_key[..],
+                b"r",
+                "each response names its row"
+            );
+        }
+        let committed = responses
+            .iter()
+            .flat_map(|r| &r.chunks)
+            .filter(|c| c.row_status.is_some());
+        assert_eq!(committed.count(), 1);
+    }
+
+    #[test]
+    fn python_clients_get_split_framing() {
+        let python = "grpc-python/1.66.1 grpc-c/43.0.0 (linux; chttp2)";
+        assert_eq!(Framing::for_user_agent(Some(python)), Framing::Split);
+        for other in [Some("grpc-go/1.67.1"), Some("tonic/0.14"), None] {
+            assert_eq!(Framing::for_user_agent(other), Framing::WholeRows);
+        }
     }
 }

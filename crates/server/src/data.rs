@@ -15,6 +15,7 @@ use bytes::Bytes;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status};
 
+use crate::chunks::Framing;
 use crate::committer::Committer;
 use crate::convert;
 use crate::names;
@@ -110,6 +111,8 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ReadRowsRequest>,
     ) -> Result<Response<BoxStream<pb::ReadRowsResponse>>, Status> {
+        let user_agent = request.metadata().get("user-agent");
+        let framing = Framing::for_user_agent(user_agent.and_then(|v| v.to_str().ok()));
         let req = request.into_inner();
         if !req.materialized_view_name.is_empty() {
             return Err(Status::unimplemented(
@@ -132,7 +135,7 @@ impl Bigtable for DataService {
             limit: (req.rows_limit > 0).then_some(req.rows_limit as u64),
             reversed: req.reversed,
         };
-        let stream = crate::read_rows::read_rows(&self.engine, &name, read, full_stats)?;
+        let stream = crate::read_rows::read_rows(&self.engine, &name, read, full_stats, framing)?;
         Ok(Response::new(stream))
     }
 

@@ -25,7 +25,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 use tonic::codegen::BoxStream;
 
-use crate::chunks::Framer;
+use crate::chunks::{Framer, Framing};
 use crate::names::TableName;
 use crate::status::{IntoStatus, to_status};
 
@@ -45,6 +45,7 @@ pub fn read_rows(
     name: &TableName,
     read: ReadRequest,
     full_stats: bool,
+    framing: Framing,
 ) -> Result<BoxStream<pb::ReadRowsResponse>, Status> {
     let point = read.rows.ranges.is_empty()
         && !read.rows.keys.is_empty()
@@ -54,7 +55,7 @@ pub fn read_rows(
         .status()?;
     let mut walk = Walk {
         rows,
-        framer: Framer::default(),
+        framer: Framer::new(framing),
         full_stats,
     };
     if !point {
