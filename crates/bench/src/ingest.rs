@@ -113,7 +113,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
         NewTable {
             retention: Some(Retention {
                 memory_hours: crate::tsbs::memory_hours(&spec).try_into()?,
-                magnetic_days: crate::tsbs::MAGNETIC_DAYS.try_into()?,
+                magnetic_days: crate::tsbs::MAGNETIC_DAYS,
             }),
             layout,
             ..NewTable::default()

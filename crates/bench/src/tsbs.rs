@@ -37,6 +37,7 @@
 //! the generator is not the bottleneck.
 
 pub mod data;
+pub mod queries;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -53,12 +54,15 @@ use data::{Format, Spec};
 const INFLUX_BATCH: usize = 10_000;
 /// Records per WriteRecords request: the Timestream maximum.
 const TIMESTREAM_BATCH: usize = 100;
-/// Magnetic store retention of the Timestream table.
-pub(crate) const MAGNETIC_DAYS: u64 = 3650;
+/// Magnetic store retention of the Timestream table: Timestream's maximum (200
+/// years), so historical data (TSBS's default 2016 start) is inside it.
+pub(crate) const MAGNETIC_DAYS: i64 = *almanac_timeseries::limits::MAGNETIC_RETENTION_DAYS.end();
 /// Memory store hours added to the span, for the time between "now" and the load.
 const MEMORY_SLACK_HOURS: u64 = 1;
 const DEFAULT_ALMANAC_URL: &str = "http://127.0.0.1:8087";
 const DEFAULT_INFLUX_URL: &str = "http://127.0.0.1:8086";
+/// VictoriaMetrics' default HTTP listener (`-httpListenAddr`).
+const DEFAULT_VICTORIA_URL: &str = "http://127.0.0.1:8428";
 /// The Timestream write API's JSON protocol.
 const AMZ_JSON: &str = "application/x-amz-json-1.0";
 const TARGET_PREFIX: &str = "Timestream_20181101";
@@ -78,6 +82,8 @@ pub enum Target {
     Almanac,
     /// InfluxDB 1.x (line protocol on /write).
     Influx,
+    /// VictoriaMetrics (InfluxDB line protocol on /write; no database to create).
+    Victoria,
 }
 
 /// Flags of `almanac-bench tsbs`.
@@ -141,6 +147,15 @@ pub struct TsbsArgs {
     /// Only generate the request bodies (no server), to measure the generator.
     #[arg(long)]
     dry_run: bool,
+    /// After the load, run this many instances of every TSBS devops query type (drawn
+    /// from `--seed`) through the Query API, each answer checked against the data
+    /// (almanac only).
+    #[arg(long, default_value_t = 0)]
+    queries: usize,
+    /// Skip the load: the same data set (`--hosts`, `--days`, `--start`, `--seed`) is
+    /// already in the target; with `--queries`, only query.
+    #[arg(long)]
+    no_load: bool,
 }
 
 /// What one writer did.
@@ -189,7 +204,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     let spec = data_spec(args.hosts, args.days, args.interval_secs, args.seed, start)?;
     let start_secs = spec.start_ns.div_euclid(NANOS_PER_SEC);
     let batch = args.batch.unwrap_or(match args.target {
-        Target::Influx => INFLUX_BATCH,
+        Target::Influx | Target::Victoria => INFLUX_BATCH,
         Target::Almanac => TIMESTREAM_BATCH,
     });
     anyhow::ensure!(batch > 0, "--batch must be positive");
@@ -198,6 +213,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         match args.target {
             Target::Almanac => DEFAULT_ALMANAC_URL,
             Target::Influx => DEFAULT_INFLUX_URL,
+            Target::Victoria => DEFAULT_VICTORIA_URL,
         }
         .to_string()
     });
@@ -213,7 +229,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         spec.points()
     );
     let (format, path, headers, unit) = match args.target {
-        Target::Influx => (
+        Target::Influx | Target::Victoria => (
             Format::Line,
             format!("/write?db={}&precision=ns", query_escape(&args.db)),
             vec![("Content-Type", "text/plain; charset=utf-8".to_string())],
@@ -238,6 +254,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         },
         match args.target {
             Target::Influx => format!("influx {url} db {}", args.db),
+            Target::Victoria => format!("victoria-metrics {url} db label {}", args.db),
             Target::Almanac => format!("almanac {url} table {}.{}", args.db, args.table),
         },
         if args.target == Target::Almanac && batch > TIMESTREAM_BATCH {
@@ -247,6 +264,13 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         },
     );
 
+    anyhow::ensure!(
+        args.queries == 0 || args.target == Target::Almanac,
+        "--queries runs against --target almanac only"
+    );
+    if args.no_load {
+        return query_phase(&args, &Endpoint::parse(&url)?, &spec);
+    }
     let endpoint = if args.dry_run {
         None
     } else {
@@ -288,6 +312,30 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         && let Some(dir) = &args.data_dir
     {
         settle(&args, dir, total.rows_ok * data::FIELDS.len() as u64)?;
+    }
+    match &shared.endpoint {
+        Some(endpoint) => query_phase(&args, endpoint, &spec),
+        None => Ok(()),
+    }
+}
+
+/// Runs `--queries` instances of every query type and prints their timings.
+fn query_phase(args: &TsbsArgs, endpoint: &Endpoint, spec: &Spec) -> anyhow::Result<()> {
+    if args.queries == 0 {
+        return Ok(());
+    }
+    let instances = queries::instances(spec, args.queries, args.seed);
+    let table = format!(
+        "\"{}\".\"{}\"",
+        args.db.replace('"', "\"\""),
+        args.table.replace('"', "\"\"")
+    );
+    println!(
+        "queries            {} instances through the Query API, every answer checked",
+        instances.len()
+    );
+    for t in queries::run_all(endpoint, &table, spec, &instances)? {
+        println!("  {}", t.line());
     }
     Ok(())
 }
@@ -372,6 +420,8 @@ fn prepare(args: &TsbsArgs, endpoint: &Endpoint, memory_hours: u64) -> anyhow::R
             }
             println!("created influx database {}", args.db);
         }
+        // VictoriaMetrics takes the database as a label of every series: nothing to create.
+        Target::Victoria => {}
         Target::Almanac => {
             let db = data::json_str(&args.db);
             let calls = [
@@ -379,7 +429,7 @@ fn prepare(args: &TsbsArgs, endpoint: &Endpoint, memory_hours: u64) -> anyhow::R
                 (
                     "CreateTable",
                     format!(
-                        r#"{{"DatabaseName":{db},"TableName":{},"RetentionProperties":{{"MemoryStoreRetentionPeriodInHours":{memory_hours},"MagneticStoreRetentionPeriodInDays":{MAGNETIC_DAYS}}},"Tags":[{}]}}"#,
+                        r#"{{"DatabaseName":{db},"TableName":{},"RetentionProperties":{{"MemoryStoreRetentionPeriodInHours":{memory_hours},"MagneticStoreRetentionPeriodInDays":{MAGNETIC_DAYS}}},"MagneticStoreWriteProperties":{{"EnableMagneticStoreWrites":true}},"Tags":[{}]}}"#,
                         data::json_str(&args.table),
                         [
                             ("almanac:layout", &args.layout),
@@ -808,7 +858,7 @@ mod tests {
         );
         assert!(
             seen[1].1.contains(
-                r#""MemoryStoreRetentionPeriodInHours":2,"MagneticStoreRetentionPeriodInDays":3650"#
+                r#""MemoryStoreRetentionPeriodInHours":2,"MagneticStoreRetentionPeriodInDays":73000},"MagneticStoreWriteProperties":{"EnableMagneticStoreWrites":true}"#
             ),
             "{}",
             seen[1].1
