@@ -38,6 +38,7 @@
 
 pub mod data;
 pub mod queries;
+pub mod victoria;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -265,8 +266,8 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     );
 
     anyhow::ensure!(
-        args.queries == 0 || args.target == Target::Almanac,
-        "--queries runs against --target almanac only"
+        args.queries == 0 || args.target != Target::Influx,
+        "--queries runs against --target almanac or victoria"
     );
     if args.no_load {
         return query_phase(&args, &Endpoint::parse(&url)?, &spec);
@@ -330,11 +331,20 @@ fn query_phase(args: &TsbsArgs, endpoint: &Endpoint, spec: &Spec) -> anyhow::Res
         args.db.replace('"', "\"\""),
         args.table.replace('"', "\"\"")
     );
-    println!(
-        "queries            {} instances through the Query API, every answer checked",
-        instances.len()
-    );
-    for t in queries::run_all(endpoint, &table, spec, &instances)? {
+    let timings = if args.target == Target::Victoria {
+        println!(
+            "queries            {} instances in MetricsQL (/api/v1/query_range), every answer checked",
+            instances.len()
+        );
+        victoria::run_all(endpoint, spec, &instances)?
+    } else {
+        println!(
+            "queries            {} instances through the Query API, every answer checked",
+            instances.len()
+        );
+        queries::run_all(endpoint, &table, spec, &instances)?
+    };
+    for t in timings {
         println!("  {}", t.line());
     }
     Ok(())

@@ -72,7 +72,7 @@ impl Kind {
     }
 
     /// Hours the query's window spans (0: the whole data set).
-    fn hours(self) -> i64 {
+    pub fn hours(self) -> i64 {
         match self {
             Kind::SingleGroupby111 => 1,
             Kind::CpuMaxAll8 => 8,
@@ -170,6 +170,11 @@ impl Expected {
             host = (host + 1) % spec.hosts;
         }
         Self { readings }
+    }
+
+    /// Every reading: (host, time ns, values in [`FIELDS`] order), time-major.
+    pub fn readings(&self) -> &[(u64, i64, [f64; 10])] {
+        &self.readings
     }
 
     /// The answer `q` should get, sorted as its SQL orders it.
@@ -415,22 +420,27 @@ pub fn run_all(
         if let Some(why) = difference(&expected.answer(q), &got) {
             bail!("{} answered wrong: {why}\n{sql}", q.kind.name());
         }
-        match out.last_mut() {
-            Some(t) if t.kind == q.kind => {
-                t.times.push(elapsed);
-                t.rows += got.len();
-            }
-            _ => out.push(Timings {
-                kind: q.kind,
-                times: vec![elapsed],
-                rows: got.len(),
-            }),
-        }
+        record(&mut out, q.kind, elapsed, got.len());
     }
     for t in &mut out {
         t.times.sort_unstable();
     }
     Ok(out)
+}
+
+/// Adds one run of `kind` to the timings (instances come grouped by type).
+pub fn record(out: &mut Vec<Timings>, kind: Kind, elapsed: Duration, rows: usize) {
+    match out.last_mut() {
+        Some(t) if t.kind == kind => {
+            t.times.push(elapsed);
+            t.rows += rows;
+        }
+        _ => out.push(Timings {
+            kind,
+            times: vec![elapsed],
+            rows,
+        }),
+    }
 }
 
 #[cfg(test)]
