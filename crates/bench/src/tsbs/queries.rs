@@ -360,9 +360,8 @@ fn parse_timestamp(text: &str) -> anyhow::Result<i64> {
 
 /// Why `got` is not `want`, or `None` when they match.
 pub fn difference(want: &[Row], got: &[Row]) -> Option<String> {
-    if want.len() != got.len() {
-        return Some(format!("{} rows, expected {}", got.len(), want.len()));
-    }
+    let count =
+        (want.len() != got.len()).then(|| format!("{} rows, expected {}", got.len(), want.len()));
     for (i, (w, g)) in want.iter().zip(got).enumerate() {
         let close = w.values.len() == g.values.len()
             && w.values
@@ -370,10 +369,16 @@ pub fn difference(want: &[Row], got: &[Row]) -> Option<String> {
                 .zip(&g.values)
                 .all(|(a, b)| a == b || (a - b).abs() <= TOLERANCE * a.abs().max(b.abs()));
         if w.group != g.group || w.time_ns != g.time_ns || !close {
-            return Some(format!("row {i}: got {g:?}, expected {w:?}"));
+            let count = count.map(|c| format!("{c}; ")).unwrap_or_default();
+            return Some(format!("{count}row {i}: got {g:?}, expected {w:?}"));
         }
     }
-    None
+    let n = want.len().min(got.len());
+    count.map(|c| match (got.get(n), want.get(n)) {
+        (Some(extra), _) => format!("{c}; the first extra row is {extra:?}"),
+        (None, Some(missing)) => format!("{c}; the first missing row is {missing:?}"),
+        (None, None) => c,
+    })
 }
 
 /// Latencies of one query type.

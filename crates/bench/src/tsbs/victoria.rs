@@ -6,8 +6,9 @@
 //! window `(t - step, t]` (a rollup's lookbehind); so the instance's window
 //! `[S, S + H)` is asked as `start = S + step, end = S + H`, and the expected value at
 //! `t` is computed over the readings in `(t - step, t]`: the same readings as the SQL
-//! buckets, shifted by one reading. Values come back with about 12 significant digits
-//! (VictoriaMetrics rounds), inside [`super::queries`]' tolerance.
+//! buckets, shifted by one reading. `high-cpu-all` is an instant selector evaluated
+//! at every reading's time in `[S, S + H)`. Values come back with about 12 significant
+//! digits (VictoriaMetrics rounds), inside [`super::queries`]' tolerance.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -61,11 +62,13 @@ fn metricsql(q: &Instance, spec: &Spec) -> (String, i64, i64, i64) {
         ),
         Kind::HighCpuAll => {
             let step = secs(spec.interval_ns);
+            // Evaluated at every reading's time in [S, S + H): each point is the
+            // reading at t itself (an instant selector looks back to the last sample).
             (
                 format!("cpu_usage_user > {HIGH_CPU:.1}"),
                 step,
-                s + step,
-                s + h,
+                s,
+                s + h - step,
             )
         }
         Kind::Lastpoint => {
@@ -151,7 +154,7 @@ impl Expected {
             }
             Kind::HighCpuAll => {
                 for (h, t, v) in self.readings() {
-                    if *t > start_ns - step_ns && *t <= end_ns && v[0] > HIGH_CPU {
+                    if *t >= start_ns && *t <= end_ns && v[0] > HIGH_CPU {
                         out.insert((format!("host_{h}"), *t), vec![v[0]]);
                     }
                 }
