@@ -1,6 +1,6 @@
 // The Go anchor of `almanac-bench grpc`: Google's Go Bigtable client driving either
 // the official in-memory emulator (bttest) or Almanac, with the same phases as the
-// Rust load generator (crates/cli/src/loadgen.rs), so both servers are measured by
+// Rust load generator (crates/bench/src/grpc.rs), so both servers are measured by
 // one client in one run.
 //
 //	go-anchor emulator ADDR            serve bttest on ADDR until killed

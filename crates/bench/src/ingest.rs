@@ -1,6 +1,6 @@
 //! `almanac-bench ingest`: the server's WriteRecords path in this process, on the
-//! TSBS cpu-only bodies of `bench tsbs`, each stage timed on its own. Where `bench
-//! tsbs` says how fast the whole server ingests, this says which stage of a request
+//! TSBS cpu-only bodies of `almanac-bench tsbs`, each stage timed on its own. Where
+//! `tsbs` says how fast the whole server ingests, this says which stage of a request
 //! the CPU goes to, without HTTP, sockets or a second process in the way (and it is
 //! a steady loop to profile).
 //!

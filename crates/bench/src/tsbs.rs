@@ -1,5 +1,7 @@
 //! `almanac-bench tsbs`: the TSBS `cpu-only` write load against Almanac's Timestream
-//! write API or against InfluxDB 1.x (the anchor), over plain HTTP/1.1.
+//! write API, InfluxDB 1.x or VictoriaMetrics (the anchors), over plain HTTP/1.1,
+//! then optionally the TSBS devops queries with every answer checked ([`queries`],
+//! [`victoria`]).
 //!
 //! Steps:
 //! 1. Describe the data set: `--hosts` hosts, one reading every `--interval-secs` for
@@ -7,9 +9,10 @@
 //!    interval, so the data falls inside a recent retention window). A reading (row)
 //!    is ten float measures of one host; a point is one measure, so a row is ten
 //!    points. The data comes from [`data`], deterministic from `--seed`.
-//! 2. Prepare the target: InfluxDB gets `CREATE DATABASE` (POST /query); Almanac gets
-//!    CreateDatabase and CreateTable (memory store hours covering the span, magnetic
-//!    store days [`MAGNETIC_DAYS`]), a ConflictException meaning it already exists.
+//! 2. Prepare the target: InfluxDB gets `CREATE DATABASE` (POST /query);
+//!    VictoriaMetrics nothing; Almanac gets CreateDatabase and CreateTable (memory
+//!    store hours covering the span, magnetic store days [`MAGNETIC_DAYS`] with
+//!    magnetic-store writes on), a ConflictException meaning it already exists.
 //! 3. Start `--writers` threads, each with its own keep-alive connection ([`http`])
 //!    and its own share of the hosts (host `i` goes to writer `i % writers`), so the
 //!    same rows are sent to either target. Each writer fills a request body with
@@ -32,6 +35,9 @@
 //! 5. With `--settle-secs`, poll `--data-dir` until its size has not changed for
 //!    `--settle-quiet-secs` (background compaction done) or the limit passes, and
 //!    print the size, bytes per point and server CPU again.
+//! 6. With `--queries N`, run N instances of every TSBS devops query type through the
+//!    target's query API and check every answer ([`queries`]; `--no-load` skips steps
+//!    2 to 5).
 //!
 //! `--dry-run` skips steps 2 and 5 and only generates the request bodies, to show
 //! the generator is not the bottleneck.
@@ -74,7 +80,7 @@ const MAX_PRINTED_BODY: usize = 2000;
 /// How often `--settle-secs` looks at the data directory.
 const SETTLE_POLL: Duration = Duration::from_secs(5);
 const SECS_PER_DAY: f64 = 86_400.0;
-const NANOS_PER_SEC: i64 = 1_000_000_000;
+use almanac_engine::calendar::NANOS_PER_SEC;
 
 /// The server under load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -149,12 +155,12 @@ pub struct TsbsArgs {
     #[arg(long)]
     dry_run: bool,
     /// After the load, run this many instances of every TSBS devops query type (drawn
-    /// from `--seed`) through the Query API, each answer checked against the data
-    /// (almanac only).
+    /// from `--seed`) through the target's query API, each answer checked against the
+    /// data (almanac and victoria).
     #[arg(long, default_value_t = 0)]
     queries: usize,
-    /// Skip the load: the same data set (`--hosts`, `--days`, `--start`, `--seed`) is
-    /// already in the target; with `--queries`, only query.
+    /// Skip the load: the same data set (`--hosts`, `--days`, `--start` (required),
+    /// `--seed`) is already in the target; with `--queries`, only query.
     #[arg(long)]
     no_load: bool,
 }
@@ -270,6 +276,10 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
         "--queries runs against --target almanac or victoria"
     );
     if args.no_load {
+        anyhow::ensure!(
+            args.start.is_some(),
+            "--no-load needs the --start of the load, or the data set is made anew from now"
+        );
         return query_phase(&args, &Endpoint::parse(&url)?, &spec);
     }
     let endpoint = if args.dry_run {

@@ -29,7 +29,7 @@ pub enum Error {
         reason: String,
     },
     /// The gRPC channel could not be opened.
-    #[error("connecting to {addr}: {source}")]
+    #[error("connecting to {addr}")]
     Connect {
         /// The address dialled.
         addr: String,
@@ -45,7 +45,7 @@ pub enum Error {
         status: tonic::Status,
     },
     /// Reading or writing an HTTP connection failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,
@@ -55,10 +55,10 @@ pub enum Error {
     /// The HTTP server's answer broke the protocol.
     #[error("{0}")]
     Protocol(String),
-    /// An HTTP request failed; `source` says how.
-    #[error("{request}: {source}")]
+    /// An HTTP request, or a step of one, failed; `source` says how.
+    #[error("{request}")]
     Request {
-        /// Method and URL.
+        /// Method and URL, or the step.
         request: String,
         /// The failure.
         source: Box<Error>,

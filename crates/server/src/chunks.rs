@@ -28,6 +28,9 @@ use bytes::Bytes;
 pub const VALUE_PIECE_BYTES: usize = 1024 * 1024;
 /// Target size of one ReadRows response message.
 pub const RESPONSE_BYTES: usize = 1024 * 1024;
+/// Bytes a chunk costs beyond its value, key and names: timestamp, sizes, labels and
+/// protobuf framing, rounded up.
+const CHUNK_OVERHEAD_BYTES: usize = 64;
 
 /// Where a response may end; see the module docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,7 +46,7 @@ impl Framing {
     /// The framing for a client: [`Framing::Split`] for gRPC's Python library (whose
     /// channel to an emulator keeps the 4 MiB receive limit), else whole rows.
     pub fn for_user_agent(user_agent: Option<&str>) -> Self {
-        if user_agent.is_some_and(|ua| ua.starts_with("grpc-python")) {
+        if user_agent.is_some_and(|ua| ua.contains("grpc-python/")) {
             Self::Split
         } else {
             Self::WholeRows
@@ -72,6 +75,10 @@ impl Framer {
     pub fn push_row(&mut self, row: Row) -> Vec<ReadRowsResponse> {
         let split = self.framing == Framing::Split;
         let mut out = Vec::new();
+        if !split && !self.chunks.is_empty() && self.bytes + row_bytes(&row) > RESPONSE_BYTES {
+            // Whole rows: the rows waiting leave first, so a large row is alone.
+            out.push(self.take());
+        }
         let key = Bytes::from(row.key);
         let n = row.cells.len();
         let mut prev: Option<(std::sync::Arc<str>, std::sync::Arc<[u8]>)> = None;
@@ -110,7 +117,7 @@ impl Framer {
                     row_status: (i + 1 == n && last_piece).then_some(RowStatus::CommitRow(true)),
                     value: piece,
                 };
-                self.bytes += chunk.value.len() + chunk.row_key.len() + 64;
+                self.bytes += chunk_bytes(&chunk);
                 self.chunks.push(chunk);
                 if split && self.bytes >= RESPONSE_BYTES {
                     out.push(self.take());
@@ -138,6 +145,26 @@ impl Framer {
             request_stats: None,
         }
     }
+}
+
+/// About how many bytes a chunk takes in a response: its value, key and names, and
+/// [`CHUNK_OVERHEAD_BYTES`].
+fn chunk_bytes(chunk: &CellChunk) -> usize {
+    chunk.value.len()
+        + chunk.row_key.len()
+        + chunk.family_name.as_ref().map_or(0, String::len)
+        + chunk.qualifier.as_ref().map_or(0, Vec::len)
+        + CHUNK_OVERHEAD_BYTES
+}
+
+/// About how many bytes `row` takes in a response.
+fn row_bytes(row: &Row) -> usize {
+    row.key.len()
+        + row
+            .cells
+            .iter()
+            .map(|c| c.value.len() + c.family.len() + c.qualifier.len() + CHUNK_OVERHEAD_BYTES)
+            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -213,6 +240,10 @@ mod tests {
             // Every response but the big row's stays near the target size.
             let bytes: usize = r.chunks.iter().map(|c| c.value.len()).sum();
             let holds_the_big_row = bytes >= 6 * 1024 * 1024;
+            if holds_the_big_row {
+                let rows_in_it = r.chunks.iter().filter(|c| c.row_status.is_some()).count();
+                assert_eq!(rows_in_it, 1, "the large row has a response of its own");
+            }
             assert!(
                 holds_the_big_row || bytes < RESPONSE_BYTES + 200 * 1024,
                 "{bytes}"

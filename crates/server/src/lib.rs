@@ -72,7 +72,7 @@ pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,
@@ -86,7 +86,7 @@ pub enum ServeError {
     #[error(transparent)]
     Shard(#[from] shards::ShardError),
     /// The data directory could not be opened.
-    #[error("opening data directory {}: {source}", dir.display())]
+    #[error("opening data directory {}", dir.display())]
     Open {
         /// The directory.
         dir: std::path::PathBuf,
@@ -94,19 +94,19 @@ pub enum ServeError {
         source: almanac_engine::Error,
     },
     /// The store failed (flushing at shutdown, compacting, measuring).
-    #[error("the store failed: {0}")]
+    #[error("the store failed")]
     Store(#[from] almanac_engine::Error),
     /// The time-series catalog could not be opened, or a seal pass failed.
-    #[error("time series: {0}")]
+    #[error("the time-series layer failed")]
     TimeSeries(#[from] almanac_timeseries::Error),
     /// The SQL engine could not start.
-    #[error("starting the SQL engine: {0}")]
+    #[error("starting the SQL engine")]
     Sql(#[from] almanac_sql::Error),
     /// The Timestream endpoint's transport failed.
     #[error("timestream endpoint: {0}")]
     Timestream(std::io::Error),
     /// A task of the node panicked or was cancelled.
-    #[error("a server task failed: {0}")]
+    #[error("a server task failed")]
     Task(#[from] tokio::task::JoinError),
 }
 

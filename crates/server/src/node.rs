@@ -2,10 +2,11 @@
 //! parses flags and tests can start a whole server in process.
 //!
 //! ## A node's life, step by step
-//! 1. [`Node::start`] opens the data directory (the engine replays its journal on the
-//!    blocking pool), the time-series catalog and the SQL engine over them, then binds
-//!    the Bigtable gRPC listener and the Timestream HTTP listener. Nothing is served
-//!    yet, so a caller can report the bound addresses (port 0 picks free ones).
+//! 1. [`Node::start`] binds the Bigtable gRPC listener and the Timestream HTTP
+//!    listener (a taken port fails before anything is opened), then opens the data
+//!    directory (the engine replays its journal on the blocking pool), the time-series
+//!    catalog and the SQL engine over them. Nothing is served yet, so a caller can
+//!    report the bound addresses (port 0 picks free ones).
 //! 2. [`Node::run`] serves both listeners and runs the background passes: the engine's
 //!    GC sweep (its own thread, every [`NodeConfig::sweep_interval`]) and the sealing
 //!    of closed time-series buckets (every [`NodeConfig::seal_interval`], on the
@@ -104,28 +105,22 @@ impl Node {
             on_warning,
             ..Options::default()
         };
+        // Listeners first: a taken port fails before a long journal replay.
+        let bind_error = |addr| move |source| ServeError::Bind { addr, source };
+        let grpc = crate::bind(grpc_addr).await?;
+        let grpc_addr = grpc.local_addr().map_err(bind_error(grpc_addr))?;
+        let timestream = TcpListener::bind(timestream_addr)
+            .await
+            .map_err(bind_error(timestream_addr))?;
+        let timestream_addr = timestream
+            .local_addr()
+            .map_err(bind_error(timestream_addr))?;
         let (engine, ts, sql) = tokio::task::spawn_blocking(move || {
             let (engine, ts) = open_store(&data_dir, options)?;
             let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
             Ok::<_, ServeError>((engine, ts, sql))
         })
         .await??;
-        let grpc = crate::bind(grpc_addr).await?;
-        let grpc_addr = grpc.local_addr().map_err(|source| ServeError::Bind {
-            addr: grpc_addr,
-            source,
-        })?;
-        let timestream =
-            TcpListener::bind(timestream_addr)
-                .await
-                .map_err(|source| ServeError::Bind {
-                    addr: timestream_addr,
-                    source,
-                })?;
-        let timestream_addr = timestream.local_addr().map_err(|source| ServeError::Bind {
-            addr: timestream_addr,
-            source,
-        })?;
         Ok(Self {
             engine,
             ts,
@@ -166,17 +161,23 @@ impl Node {
             self.timestream,
             stopped(stop_rx),
         ));
+        let stop = &stop_tx;
         let grpc = crate::serve(self.engine.clone(), self.sql, self.grpc, async move {
             shutdown.await;
-            let _ = stop_tx.send(true);
+            let _ = stop.send(true);
         })
         .await;
-        let http = http.await?;
-        sealer.await?;
-        grpc?;
-        http.map_err(ServeError::Timestream)?;
+        // gRPC also ends on a transport failure: stop the rest too, and flush whatever
+        // happened before reporting the first failure.
+        let _ = stop_tx.send(true);
+        let http = http.await;
+        let sealer = sealer.await;
         let engine = self.engine;
-        Ok(tokio::task::spawn_blocking(move || engine.shutdown()).await??)
+        let flushed = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+        grpc?;
+        http?.map_err(ServeError::Timestream)?;
+        sealer?;
+        Ok(flushed??)
     }
 }
 

@@ -159,6 +159,11 @@ impl SplitMix {
     }
 }
 
+/// TSBS's name of host `id` (its `hostname` tag).
+pub fn host_name(id: u64) -> String {
+    format!("host_{id}")
+}
+
 /// One simulated machine: fixed tags, ten walking measures.
 #[derive(Debug, Clone)]
 pub struct Host {
@@ -187,7 +192,7 @@ impl Host {
         let environment = rng.choose(&ENVIRONMENTS);
         let team = rng.choose(&TEAMS);
         let tags = [
-            format!("host_{id}"),
+            host_name(id),
             region.to_string(),
             datacenter.to_string(),
             rack,

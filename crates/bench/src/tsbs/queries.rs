@@ -21,7 +21,7 @@ use almanac_engine::clock::Rng;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::data::{FIELDS, Spec};
+use super::data::{FIELDS, Spec, host_name};
 use crate::devops::{self, HIGH_CPU, HOUR_NS};
 use crate::measure::{fmt_latency, percentile};
 
@@ -147,10 +147,6 @@ pub fn instances(spec: &Spec, n: usize, seed: u64) -> Vec<Instance> {
         }
     }
     out
-}
-
-fn host_name(id: u64) -> String {
-    format!("host_{id}")
 }
 
 /// Every reading of the data set, for computing answers.

@@ -19,9 +19,10 @@ use serde_json::Value;
 
 use super::data::{FIELDS, Spec};
 use super::queries::{Expected, Instance, Kind, Row, Timings, difference};
-use crate::devops::HIGH_CPU;
+use almanac_engine::calendar::NANOS_PER_SEC;
 
-const NANOS_PER_SEC: i64 = 1_000_000_000;
+use super::data::host_name;
+use crate::devops::HIGH_CPU;
 
 /// The MetricsQL text, step (s), and `(start, end)` in seconds of `q`; `step` 0 for an
 /// instant query at `end`.
@@ -31,15 +32,15 @@ fn metricsql(q: &Instance, spec: &Spec) -> (String, i64, i64, i64) {
     let h = q.kind.hours() * 3600;
     let hosts = |ids: &[u64]| {
         ids.iter()
-            .map(|i| format!("host_{i}"))
+            .map(|i| host_name(*i))
             .collect::<Vec<_>>()
             .join("|")
     };
     match q.kind {
         Kind::SingleGroupby111 => (
             format!(
-                "max(max_over_time(cpu_usage_user{{hostname=\"host_{}\"}}[1m]))",
-                q.hosts[0]
+                "max(max_over_time(cpu_usage_user{{hostname=\"{}\"}}[1m]))",
+                host_name(q.hosts[0])
             ),
             60,
             s + 60,
@@ -62,13 +63,16 @@ fn metricsql(q: &Instance, spec: &Spec) -> (String, i64, i64, i64) {
         ),
         Kind::HighCpuAll => {
             let step = secs(spec.interval_ns);
+            // The first reading at or after S, so the grid falls on readings.
+            let first =
+                secs(spec.start_ns) + (s - secs(spec.start_ns) + step - 1).div_euclid(step) * step;
             // Evaluated at every reading's time in [S, S + H): each point is the
             // reading at t itself (an instant selector looks back to the last sample).
             (
                 format!("cpu_usage_user > {HIGH_CPU:.1}"),
                 step,
-                s,
-                s + h - step,
+                first,
+                s + h - 1,
             )
         }
         Kind::Lastpoint => {
@@ -155,7 +159,7 @@ impl Expected {
             Kind::HighCpuAll => {
                 for (h, t, v) in self.readings() {
                     if *t >= start_ns && *t <= end_ns && v[0] > HIGH_CPU {
-                        out.insert((format!("host_{h}"), *t), vec![v[0]]);
+                        out.insert((host_name(*h), *t), vec![v[0]]);
                     }
                 }
             }
@@ -163,9 +167,7 @@ impl Expected {
                 let mut sums: BTreeMap<(String, i64), (f64, u64)> = BTreeMap::new();
                 for (h, t, v) in self.readings() {
                     if *t > start_ns - step_ns && *t <= end_ns {
-                        let e = sums
-                            .entry((format!("host_{h}"), eval_time(*t)))
-                            .or_default();
+                        let e = sums.entry((host_name(*h), eval_time(*t))).or_default();
                         e.0 += v[0];
                         e.1 += 1;
                     }
@@ -220,7 +222,10 @@ pub fn run_all(
         let (path, body) = if step == 0 {
             (
                 "/api/v1/query",
-                format!("query={}&time={end}", query_escape(&text)),
+                format!(
+                    "query={}&time={end}&nocache=1&latency_offset=0",
+                    query_escape(&text)
+                ),
             )
         } else {
             (
