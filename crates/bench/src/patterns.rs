@@ -254,7 +254,7 @@ fn measure_state(
                 .collect(),
             start_ns: end_ns - hour_ns,
             end_ns,
-            attributes: None,
+            ..Selection::default()
         };
         let n = count(&sel)?;
         anyhow::ensure!(n > 0, "last hour of balloon {b} is empty");

@@ -519,10 +519,24 @@ impl TableProvider for SeriesTable {
             ),
             None => (self.schema.clone(), self.columns.clone()),
         };
+        // Only the projected attributes of multi-measure records are decoded.
+        let project: Option<Vec<String>> = projection.map(|_| {
+            columns
+                .iter()
+                .filter_map(|c| match c {
+                    Column::Attribute(name, _) => Some(name.clone()),
+                    _ => None,
+                })
+                .collect()
+        });
+        let mut selections = self.selections(filters);
+        for s in &mut selections {
+            s.project.clone_from(&project);
+        }
         let scan = SeriesScan {
             ts: self.ts.clone(),
             meta: self.meta.clone(),
-            selections: self.selections(filters),
+            selections,
             columns,
             schema: schema.clone(),
             limit,

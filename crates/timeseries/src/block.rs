@@ -215,7 +215,18 @@ pub fn encode_block(points: &[BlockPoint], multi: bool) -> Result<Vec<u8>> {
 /// encoded with. Corrupt bytes give [`crate::Error::Corrupt`], never a panic, and never
 /// an allocation larger than a constant factor of `bytes.len()`.
 pub fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>> {
-    decode::decode_block(bytes, multi)
+    decode::decode_block(bytes, multi, &|_| true)
+}
+
+/// [`decode_block`] with only the attributes of a multi-measure block whose names
+/// `keep` accepts (the others are skipped without decoding; a point with none of them
+/// has no values).
+pub fn decode_block_keeping(
+    bytes: &[u8],
+    multi: bool,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<BlockPoint>> {
+    decode::decode_block(bytes, multi, keep)
 }
 
 /// Decodes a block column by column, only the attributes whose names `keep` accepts

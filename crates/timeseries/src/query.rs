@@ -28,7 +28,7 @@ use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{Measures, Point};
-use crate::rows::{cell_ts_us, decode_row};
+use crate::rows::{cell_ts_us, decode_row, decode_row_projected};
 use crate::seal::bucket_start_ns;
 use crate::store::WideColumnStore;
 
@@ -46,6 +46,11 @@ pub struct Selection {
     /// Only these attributes of multi-measure records (others are dropped; a record
     /// with none of them is skipped).
     pub attributes: Option<Vec<String>>,
+    /// Only these attributes of multi-measure records are decoded (others are dropped
+    /// unread where a sealed block allows); unlike [`Selection::attributes`], a record
+    /// with none of them is still returned, without values. What a reader that needs
+    /// only some columns asks for.
+    pub project: Option<Vec<String>>,
 }
 
 impl Default for Selection {
@@ -56,6 +61,7 @@ impl Default for Selection {
             start_ns: 0,
             end_ns: i64::MAX,
             attributes: None,
+            project: None,
         }
     }
 }
@@ -236,6 +242,9 @@ fn keep(sel: &Selection, mut p: Point<'static>) -> Option<Point<'static>> {
             return None;
         }
     }
+    if let (Some(names), Measures::Multi(vs)) = (&sel.project, &mut p.measures) {
+        vs.retain(|(n, _)| names.iter().any(|a| a == n));
+    }
     Some(p)
 }
 
@@ -331,7 +340,7 @@ fn read_points<S: WideColumnStore>(
     store.read_rows(&meta.store_table, req, &mut |row| {
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
-        let points = match decode_row(meta, &row, now_us) {
+        let points = match decode_row_projected(meta, &row, now_us, sel.project.as_deref()) {
             Ok(p) => p,
             Err(e) => {
                 failure = Some(e);

@@ -213,6 +213,17 @@ struct Partial {
 /// Decodes every point stored in a row: its cells, and the points of a sealed block
 /// ([`crate::seal`]) still inside the retention at `now_us` (the store's clock).
 pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point<'static>>> {
+    decode_row_projected(meta, row, now_us, None)
+}
+
+/// [`decode_row`], decoding only the `project` attributes of a sealed MULTI block
+/// (row-form cells are decoded whole; [`crate::query`] trims them).
+pub fn decode_row_projected(
+    meta: &TableMeta,
+    row: &Row,
+    now_us: i64,
+    project: Option<&[String]>,
+) -> Result<Vec<Point<'static>>> {
     let layout = &meta.layout;
     let bucketed = layout.pattern.is_bucketed();
     let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
@@ -297,7 +308,7 @@ pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point<
         })
         .collect();
     let mut out = match block {
-        Some(value) => decode_block_cell(meta, &parts, multi, &dimensions, value, now_us)?,
+        Some(value) => decode_block_cell(meta, &parts, multi, &dimensions, value, now_us, project)?,
         None => Vec::with_capacity(slots.len()),
     };
     for (slot, part) in slots {

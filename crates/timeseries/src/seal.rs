@@ -47,7 +47,7 @@ use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
-use crate::block::{BlockPoint, MAX_BLOCK_POINTS, decode_block, encode_block};
+use crate::block::{BlockPoint, MAX_BLOCK_POINTS, decode_block_keeping, encode_block};
 use crate::catalog::{BLOCK_FAMILY, SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
@@ -163,7 +163,8 @@ fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
 
 /// The points of a block cell in the row with key `parts` (`multi`: its measure is a
 /// MULTI measure), less those whose cell time the table's retention has collected at
-/// `now_us` (the store's clock), as GC would.
+/// `now_us` (the store's clock), as GC would. With `project`, only those attributes of
+/// a MULTI block are decoded.
 pub fn decode_block_cell(
     meta: &TableMeta,
     parts: &KeyParts,
@@ -171,9 +172,11 @@ pub fn decode_block_cell(
     dimensions: &[DimensionPair<'static>],
     value: &[u8],
     now_us: i64,
+    project: Option<&[String]>,
 ) -> Result<Vec<Point<'static>>> {
     let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
-    Ok(decode_block(value, multi)?
+    let keep = |name: &str| project.is_none_or(|p| p.iter().any(|a| a == name));
+    Ok(decode_block_keeping(value, multi, &keep)?
         .into_iter()
         .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
         .map(|p| Point {

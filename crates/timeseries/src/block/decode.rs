@@ -47,9 +47,16 @@ pub(super) fn header(r: &mut ByteReader<'_>) -> Result<Header> {
     })
 }
 
-/// [`super::decode_block`]: the columns, dealt out to the points by their sets.
-pub(super) fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>> {
-    let (columns, point_sets, sets) = decode_parts(bytes, multi, &|_| true)?;
+/// [`super::decode_block_keeping`]: the kept columns, dealt out to the points by their
+/// sets. A single-value block keeps its one column whatever `keep` says.
+pub(super) fn decode_block(
+    bytes: &[u8],
+    multi: bool,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<BlockPoint>> {
+    let keep_all = |_: &str| true;
+    let keep: &dyn Fn(&str) -> bool = if multi { keep } else { &keep_all };
+    let (columns, point_sets, sets) = decode_parts(bytes, multi, keep)?;
     let (names, mut values): (Vec<String>, Vec<_>) = columns
         .columns
         .into_iter()
@@ -82,8 +89,8 @@ pub(super) fn decode_block(bytes: &[u8], multi: bool) -> Result<Vec<BlockPoint>>
     Ok(out)
 }
 
-/// The kept columns, each point's set number, and the sets (as column numbers among
-/// all columns; decode_block keeps them all, so they index `columns` too).
+/// The kept columns, each point's set number, and the sets (as numbers of kept
+/// columns: the members that were not kept are left out).
 type Parts = (BlockColumns, Vec<usize>, Vec<Vec<usize>>);
 
 /// Decodes the columns that `keep` accepts, with what [`decode_block`] needs besides.
@@ -221,6 +228,15 @@ pub(super) fn decode_parts(
             }
         }
     }
+    // The sets in kept-column numbers.
+    let mut position = vec![None; d];
+    for (i, (c, _, _)) in kept.iter().enumerate() {
+        position[*c] = Some(i);
+    }
+    let sets = sets
+        .into_iter()
+        .map(|set| set.into_iter().filter_map(|c| position[c]).collect())
+        .collect();
     let kept = kept
         .into_iter()
         .map(|(c, name, values)| BlockColumn {

@@ -208,7 +208,27 @@ fn differing_attribute_sets_round_trip() {
             point(i * 60_000_000_000, Measures::multi(vs))
         })
         .collect();
-    round_trip(&points, true);
+    let bytes = round_trip(&points, true);
+    // Decoding only some attributes gives every point, each with just those.
+    for keep in [&["temp"][..], &["humidity", "site"], &[]] {
+        let got = decode_block_keeping(&bytes, true, &|n| keep.contains(&n)).unwrap();
+        assert_eq!(got.len(), points.len());
+        for (a, b) in points.iter().zip(&got) {
+            let Measures::Multi(all) = &a.measures else {
+                panic!("a MULTI point");
+            };
+            let kept: Vec<_> = all
+                .iter()
+                .filter(|(n, _)| keep.contains(&n.as_ref()))
+                .cloned()
+                .collect();
+            assert!(
+                Measures::Multi(kept).same_as(&b.measures),
+                "{keep:?}: {b:?}"
+            );
+            assert_eq!((a.time_ns, a.version), (b.time_ns, b.version));
+        }
+    }
     // Empty sets and a single point.
     round_trip(&[point(5, Measures::Multi(vec![]))], true);
     round_trip(&points[..1], true);
