@@ -121,7 +121,10 @@ impl Client {
         match self.exchange(body) {
             Ok(r) => Ok(r),
             Err(Stale(first)) if reused => self.exchange(body).map_err(|f| Error::Request {
-                request: format!("retried after a stale connection ({first})"),
+                request: format!(
+                    "retried after a stale connection ({})",
+                    crate::with_causes(&first)
+                ),
                 source: Box::new(f.into_error()),
             }),
             Err(f) => Err(f.into_error()),

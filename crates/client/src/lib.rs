@@ -65,7 +65,33 @@ pub enum Error {
     },
 }
 
+/// `e` and its causes, joined by `: ` (what anyhow's `{:#}` prints).
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// A server error status for `rpc`, as the user sees it.
 pub fn status_error(rpc: &'static str, status: tonic::Status) -> Error {
     Error::Rpc { rpc, status }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_follow_the_message() {
+        let e = Error::Io {
+            context: "reading the body".into(),
+            source: std::io::Error::other("connection reset"),
+        };
+        assert_eq!(with_causes(&e), "reading the body: connection reset");
+    }
 }

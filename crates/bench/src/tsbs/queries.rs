@@ -173,6 +173,51 @@ impl Expected {
         &self.readings
     }
 
+    /// The maxima of the fields `kind` returns (`usage_user`, or all ten for
+    /// cpu-max-all-8) per key, over the readings `key` gives one (host, time ns).
+    pub(super) fn max_by<K: Ord>(
+        &self,
+        kind: Kind,
+        mut key: impl FnMut(u64, i64) -> Option<K>,
+    ) -> BTreeMap<K, Vec<f64>> {
+        let fields = if kind == Kind::CpuMaxAll8 {
+            FIELDS.len()
+        } else {
+            1
+        };
+        let mut groups: BTreeMap<K, Vec<f64>> = BTreeMap::new();
+        for (h, t, v) in &self.readings {
+            if let Some(k) = key(*h, *t) {
+                let maxes = groups
+                    .entry(k)
+                    .or_insert_with(|| vec![f64::NEG_INFINITY; fields]);
+                for (m, x) in maxes.iter_mut().zip(v) {
+                    *m = m.max(*x);
+                }
+            }
+        }
+        groups
+    }
+
+    /// The mean of `usage_user` per key, over the readings `key` gives one (host,
+    /// time ns).
+    pub(super) fn mean_by<K: Ord>(
+        &self,
+        mut key: impl FnMut(u64, i64) -> Option<K>,
+    ) -> BTreeMap<K, f64> {
+        let mut sums: BTreeMap<K, (f64, u64)> = BTreeMap::new();
+        for (h, t, v) in &self.readings {
+            if let Some(k) = key(*h, *t) {
+                let s = sums.entry(k).or_default();
+                s.0 += v[0];
+                s.1 += 1;
+            }
+        }
+        sums.into_iter()
+            .map(|(k, (sum, n))| (k, sum / n as f64))
+            .collect()
+    }
+
     /// The answer `q` should get, sorted as its SQL orders it.
     pub fn answer(&self, q: &Instance) -> Vec<Row> {
         let end_ns = q.start_ns + q.kind.hours() * HOUR_NS;
@@ -181,51 +226,33 @@ impl Expected {
         let user = 0; // usage_user is the first field
         match q.kind {
             Kind::SingleGroupby111 | Kind::CpuMaxAll8 => {
-                let (bucket, fields) = if q.kind == Kind::SingleGroupby111 {
-                    (MINUTE_NS, 1)
+                let bucket = if q.kind == Kind::SingleGroupby111 {
+                    MINUTE_NS
                 } else {
-                    (HOUR_NS, FIELDS.len())
+                    HOUR_NS
                 };
-                let mut groups: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
-                for (h, t, v) in &self.readings {
-                    if selected(*h) && in_window(*t) {
-                        let maxes = groups
-                            .entry(t.div_euclid(bucket) * bucket)
-                            .or_insert_with(|| vec![f64::NEG_INFINITY; fields]);
-                        for (m, x) in maxes.iter_mut().zip(v) {
-                            *m = m.max(*x);
-                        }
-                    }
-                }
-                groups
-                    .into_iter()
-                    .map(|(time_ns, values)| Row {
-                        group: String::new(),
-                        time_ns,
-                        values,
-                    })
-                    .collect()
+                self.max_by(q.kind, |h, t| {
+                    (selected(h) && in_window(t)).then(|| t.div_euclid(bucket) * bucket)
+                })
+                .into_iter()
+                .map(|(time_ns, values)| Row {
+                    group: String::new(),
+                    time_ns,
+                    values,
+                })
+                .collect()
             }
-            Kind::DoubleGroupby1 => {
-                let mut groups: BTreeMap<(i64, String), (f64, u64)> = BTreeMap::new();
-                for (h, t, v) in &self.readings {
-                    if in_window(*t) {
-                        let g = groups
-                            .entry((t.div_euclid(HOUR_NS) * HOUR_NS, host_name(*h)))
-                            .or_default();
-                        g.0 += v[user];
-                        g.1 += 1;
-                    }
-                }
-                groups
-                    .into_iter()
-                    .map(|((time_ns, group), (sum, n))| Row {
-                        group,
-                        time_ns,
-                        values: vec![sum / n as f64],
-                    })
-                    .collect()
-            }
+            Kind::DoubleGroupby1 => self
+                .mean_by(|h, t| {
+                    in_window(t).then(|| (t.div_euclid(HOUR_NS) * HOUR_NS, host_name(h)))
+                })
+                .into_iter()
+                .map(|((time_ns, group), mean)| Row {
+                    group,
+                    time_ns,
+                    values: vec![mean],
+                })
+                .collect(),
             Kind::HighCpuAll => {
                 let mut rows: Vec<Row> = self
                     .readings

@@ -145,6 +145,8 @@ impl Expected {
     /// `(t - step, t]`.
     fn vm_answer(&self, q: &Instance, step_ns: i64, start_ns: i64, end_ns: i64) -> Vec<Row> {
         let mut out: BTreeMap<(String, i64), Vec<f64>> = BTreeMap::new();
+        // The readings the evaluations from start to end cover: (start - step, end].
+        let in_window = |t: i64| t > start_ns - step_ns && t <= end_ns;
         let eval_time = |t: i64| {
             // The first evaluation time at or after t.
             let k = (t - start_ns + step_ns - 1).div_euclid(step_ns);
@@ -164,34 +166,13 @@ impl Expected {
                 }
             }
             Kind::DoubleGroupby1 => {
-                let mut sums: BTreeMap<(String, i64), (f64, u64)> = BTreeMap::new();
-                for (h, t, v) in self.readings() {
-                    if *t > start_ns - step_ns && *t <= end_ns {
-                        let e = sums.entry((host_name(*h), eval_time(*t))).or_default();
-                        e.0 += v[0];
-                        e.1 += 1;
-                    }
-                }
-                for (k, (sum, n)) in sums {
-                    out.insert(k, vec![sum / n as f64]);
-                }
+                let means = self.mean_by(|h, t| in_window(t).then(|| (host_name(h), eval_time(t))));
+                out.extend(means.into_iter().map(|(k, mean)| (k, vec![mean])));
             }
             Kind::SingleGroupby111 | Kind::CpuMaxAll8 => {
-                let fields = if q.kind == Kind::CpuMaxAll8 {
-                    FIELDS.len()
-                } else {
-                    1
-                };
-                for (h, t, v) in self.readings() {
-                    if q.hosts.contains(h) && *t > start_ns - step_ns && *t <= end_ns {
-                        let maxes = out
-                            .entry((String::new(), eval_time(*t)))
-                            .or_insert_with(|| vec![f64::NEG_INFINITY; fields]);
-                        for (m, x) in maxes.iter_mut().zip(v) {
-                            *m = m.max(*x);
-                        }
-                    }
-                }
+                out = self.max_by(q.kind, |h, t| {
+                    (q.hosts.contains(&h) && in_window(t)).then(|| (String::new(), eval_time(t)))
+                });
             }
         }
         out.into_iter()
