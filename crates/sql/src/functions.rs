@@ -66,7 +66,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
 }
 
 /// A duration in nanoseconds; months have no fixed length and are refused.
-fn interval_ns(v: &ScalarValue) -> DfResult<i64> {
+pub(crate) fn interval_ns(v: &ScalarValue) -> DfResult<i64> {
     let ns: i128 = match v {
         ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano {
             months: 0,

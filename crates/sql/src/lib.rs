@@ -16,11 +16,13 @@
 //! Only queries run: DDL, DML and `SET` are refused.
 
 mod bigtable;
+mod bucket_aggregates;
 pub mod catalog;
 mod error;
 mod functions;
 mod interpolate;
 mod keyrange;
+mod partials;
 mod planner;
 mod qualifiers;
 pub mod rewrite;
@@ -148,6 +150,7 @@ impl SqlEngine {
             .with_config(config)
             .with_default_features()
             .with_expr_planners(planners)
+            .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
             .build();
         functions::register(&mut base)?;
         Ok(Self { engine, ts, base })

@@ -58,8 +58,8 @@ pub fn arrow_type(t: MeasureType) -> DataType {
 }
 
 /// What a column of the flat model holds.
-#[derive(Debug, Clone, PartialEq)]
-enum Column {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Column {
     Dimension(String),
     MeasureName,
     Time,
@@ -70,7 +70,7 @@ enum Column {
 }
 
 impl Column {
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Self::Dimension(n) | Self::Attribute(n, _) => n.clone(),
             Self::MeasureName => MEASURE_NAME.into(),
@@ -79,7 +79,7 @@ impl Column {
         }
     }
 
-    fn field(&self) -> Field {
+    pub(crate) fn field(&self) -> Field {
         match self {
             Self::Dimension(n) => Field::new(n, DataType::Utf8, true),
             Self::MeasureName => Field::new(MEASURE_NAME, DataType::Utf8, false),
@@ -91,7 +91,7 @@ impl Column {
 }
 
 /// One time-series table as a DataFusion table.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SeriesTable {
     ts: Arc<TimeSeries<EmbeddedStore>>,
     meta: Arc<TableMeta>,
@@ -134,6 +134,26 @@ impl SeriesTable {
             schema,
             counters,
         }
+    }
+
+    /// The table's metadata.
+    pub(crate) fn meta(&self) -> &Arc<TableMeta> {
+        &self.meta
+    }
+
+    /// The time-series service the table is read through.
+    pub(crate) fn service(&self) -> &Arc<TimeSeries<EmbeddedStore>> {
+        &self.ts
+    }
+
+    /// The read counters of the query.
+    pub(crate) fn counters(&self) -> &Arc<ScanCounters> {
+        &self.counters
+    }
+
+    /// The column named `name`.
+    pub(crate) fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name() == name)
     }
 
     fn is_dimension(&self, name: &str) -> bool {
@@ -181,7 +201,7 @@ impl SeriesTable {
 
     /// The selections a scan reads one after the other: the filters folded into one,
     /// then split by the first IN list on the measure name or a dimension.
-    fn selections(&self, filters: &[Expr]) -> Vec<Selection> {
+    pub(crate) fn selections(&self, filters: &[Expr]) -> Vec<Selection> {
         let mut base = Selection::default();
         let mut split = None;
         for f in filters {
@@ -216,7 +236,7 @@ impl SeriesTable {
     }
 
     /// Folds one filter into the selection; `false` if it says nothing we can use.
-    fn narrow(&self, sel: &mut Selection, e: &Expr) -> bool {
+    pub(crate) fn narrow(&self, sel: &mut Selection, e: &Expr) -> bool {
         match e {
             Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
                 if *op == Operator::And {
@@ -336,7 +356,8 @@ struct SeriesScan {
     counters: Arc<ScanCounters>,
 }
 
-enum Builder {
+/// An Arrow builder for one column of the flat model (or of its partial aggregates).
+pub(crate) enum Builder {
     Text(StringBuilder),
     Float(Float64Builder),
     Int(Int64Builder),
@@ -345,12 +366,17 @@ enum Builder {
 }
 
 impl Builder {
-    fn new(c: &Column) -> Self {
+    pub(crate) fn new(c: &Column) -> Self {
         let t = match c {
             Column::Dimension(_) | Column::MeasureName => MeasureType::Varchar,
             Column::Time => MeasureType::Timestamp,
             Column::Single(t) | Column::Attribute(_, t) => *t,
         };
+        Self::of(t)
+    }
+
+    /// A builder of the Arrow type of `t`.
+    pub(crate) fn of(t: MeasureType) -> Self {
         match t {
             MeasureType::Double => Self::Float(Float64Builder::new()),
             MeasureType::Bigint => Self::Int(Int64Builder::new()),
@@ -360,7 +386,7 @@ impl Builder {
         }
     }
 
-    fn append(&mut self, v: Option<&Value>) {
+    pub(crate) fn append(&mut self, v: Option<&Value>) {
         match (self, v) {
             (Self::Float(b), Some(Value::Double(x))) => b.append_value(*x),
             (Self::Int(b), Some(Value::Bigint(x))) => b.append_value(*x),
@@ -375,19 +401,19 @@ impl Builder {
         }
     }
 
-    fn append_text(&mut self, v: Option<&str>) {
+    pub(crate) fn append_text(&mut self, v: Option<&str>) {
         if let Self::Text(b) = self {
             b.append_option(v);
         }
     }
 
-    fn append_time(&mut self, ns: i64) {
+    pub(crate) fn append_time(&mut self, ns: i64) {
         if let Self::Time(b) = self {
             b.append_value(ns);
         }
     }
 
-    fn finish(&mut self) -> ArrayRef {
+    pub(crate) fn finish(&mut self) -> ArrayRef {
         match self {
             Self::Text(b) => Arc::new(b.finish()),
             Self::Float(b) => Arc::new(b.finish()),
@@ -395,6 +421,17 @@ impl Builder {
             Self::Bool(b) => Arc::new(b.finish()),
             Self::Time(b) => Arc::new(b.finish()),
         }
+    }
+}
+
+/// The value of a measure column in a point (`None` for the other columns).
+pub(crate) fn value_of<'p>(c: &Column, p: &'p Point) -> Option<&'p Value> {
+    match (c, &p.measures) {
+        (Column::Single(t), Measures::Single(v)) if v.kind() == *t => Some(v),
+        (Column::Attribute(name, _), Measures::Multi(vs)) => {
+            vs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        }
+        _ => None,
     }
 }
 
@@ -407,14 +444,7 @@ impl SeriesScan {
                 }
                 Column::MeasureName => b.append_text(Some(&p.measure_name)),
                 Column::Time => b.append_time(p.time_ns),
-                Column::Single(t) => b.append(match &p.measures {
-                    Measures::Single(v) if v.kind() == *t => Some(v),
-                    _ => None,
-                }),
-                Column::Attribute(name, _) => b.append(match &p.measures {
-                    Measures::Multi(vs) => vs.iter().find(|(n, _)| n == name).map(|(_, v)| v),
-                    Measures::Single(_) => None,
-                }),
+                Column::Single(_) | Column::Attribute(..) => b.append(value_of(c, p)),
             }
         }
     }

@@ -101,8 +101,11 @@ mod encode;
 mod entropy;
 mod floats;
 mod ints;
+mod summary;
 #[cfg(test)]
 mod tests;
+
+pub use summary::{BlockSummary, ColumnSummary, SUMMARY_VERSION, Stats};
 
 use crate::error::Result;
 use crate::model::{MeasureType, Measures, Value};

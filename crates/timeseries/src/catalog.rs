@@ -65,6 +65,11 @@ pub struct TableMeta {
     /// a seal pass seals anything, so a write above it needs no block lookup.
     #[serde(default)]
     pub sealed_before_ns: i64,
+    /// Every block of the table has its summary ([`crate::block::BlockSummary`]), so
+    /// readers of whole buckets may read summaries alone. Tables created before
+    /// summaries existed get them in their next seal pass ([`crate::seal`]).
+    #[serde(default)]
+    pub summarized: bool,
     /// Creation time, ms since the epoch.
     pub created_ms: i64,
     /// Last update, ms since the epoch.
@@ -443,6 +448,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             tags: checked_tags,
             schema: Schema::default(),
             sealed_before_ns: 0,
+            summarized: true,
             created_ms: now_ms,
             updated_ms: now_ms,
         };

@@ -22,14 +22,15 @@ use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
+use crate::block::BlockSummary;
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
 use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
-use crate::model::{Measures, Point};
-use crate::rows::{cell_ts_us, decode_row, decode_row_projected};
-use crate::seal::bucket_start_ns;
+use crate::model::{DimensionPair, Measures, Point};
+use crate::rows::{cell_ts_us, decode_row, decode_row_projected, dimensions_of};
+use crate::seal::{SUMMARY_QUALIFIER, bucket_start_ns};
 use crate::store::WideColumnStore;
 
 /// Which points to read.
@@ -217,23 +218,21 @@ pub fn let_blocks_through(meta: &TableMeta, filter: RowFilter) -> RowFilter {
     ])
 }
 
+/// Whether the selection's measure name and dimension values match a series'.
+fn selects_series(sel: &Selection, measure_name: &str, dimensions: &[DimensionPair<'_>]) -> bool {
+    sel.measure_name.as_ref().is_none_or(|m| m == measure_name)
+        && sel
+            .dimensions
+            .iter()
+            .all(|(n, v)| dimensions.iter().any(|(pn, pv)| pn == n && pv == v))
+}
+
 /// Step 3: whether a decoded point is selected; trims unselected attributes.
 fn keep(sel: &Selection, mut p: Point<'static>) -> Option<Point<'static>> {
     if p.time_ns < sel.start_ns || p.time_ns >= sel.end_ns {
         return None;
     }
-    if sel
-        .measure_name
-        .as_ref()
-        .is_some_and(|m| *m != p.measure_name)
-    {
-        return None;
-    }
-    if !sel
-        .dimensions
-        .iter()
-        .all(|(n, v)| p.dimensions.iter().any(|(pn, pv)| pn == n && pv == v))
-    {
+    if !selects_series(sel, &p.measure_name, &p.dimensions) {
         return None;
     }
     if let (Some(attrs), Measures::Multi(vs)) = (&sel.attributes, &mut p.measures) {
@@ -256,11 +255,14 @@ fn is_pinned(meta: &TableMeta, sel: &Selection) -> bool {
         .all(|d| sel.dimensions.iter().any(|(n, _)| n == d))
 }
 
+/// What a row handler of [`scan_rows`] says: go on or stop; an error stops the scan.
+type OnRow<'a> = dyn FnMut(Row) -> Result<ControlFlow<()>> + 'a;
+
 /// Reads the selected points, row by row in key order, passing each to `visit`.
 ///
 /// A time window (both ends bounded) over series the selection does not pin is read
-/// series by series ([`scan_by_series`]): each series' window is its own key range,
-/// so the rows outside the window are never walked.
+/// series by series ([`scan_rows`]): each series' window is its own key range, so the
+/// rows outside the window are never walked.
 pub fn scan<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
@@ -268,31 +270,61 @@ pub fn scan<S: WideColumnStore>(
     visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
 ) -> Result<ScanStats> {
     let mut stats = ScanStats::default();
-    if sel.start_ns > 0 && sel.end_ns < i64::MAX && !is_pinned(meta, sel) {
-        scan_by_series(store, meta, sel, &mut stats, visit)?;
-        return Ok(stats);
-    }
-    let req = ReadRequest {
-        rows: key_ranges(meta, sel),
-        filter: filter(meta, sel),
-        ..ReadRequest::default()
-    };
-    // Whether `visit` stopped early makes no difference here: the counts stand.
-    let _ = read_points(store, meta, sel, req, &mut stats, visit)?;
+    let now_us = store.now_us();
+    scan_rows(store, meta, sel, filter(meta, sel), &mut |row| {
+        count_row(&mut stats, &row);
+        visit_points(meta, sel, &row, now_us, &mut stats, visit)
+    })?;
     Ok(stats)
 }
 
-/// Skip-scan: find the next series with a one-cell probe (value stripped), read its
-/// window, jump past it. Two seeks per series instead of a walk over every row of
-/// every series.
-fn scan_by_series<S: WideColumnStore>(
+fn count_row(stats: &mut ScanStats, row: &Row) {
+    stats.rows += 1;
+    stats.cells += row.cells.len() as u64;
+}
+
+/// Decodes a row, checks each point against the selection and visits it.
+fn visit_points(
+    meta: &TableMeta,
+    sel: &Selection,
+    row: &Row,
+    now_us: i64,
+    stats: &mut ScanStats,
+    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>> {
+    for p in decode_row_projected(meta, row, now_us, sel.project.as_deref())? {
+        if let Some(p) = keep(sel, p) {
+            stats.points += 1;
+            if visit(p).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The rows a selection reads, through `row_filter`, each passed to `on_row`.
+///
+/// Skip-scan when a bounded time window does not pin the series: find the next series
+/// with a one-cell probe (value stripped), read its window, jump past it. Two seeks
+/// per series instead of a walk over every row of every series.
+fn scan_rows<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
     sel: &Selection,
-    stats: &mut ScanStats,
-    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
+    row_filter: Option<RowFilter>,
+    on_row: &mut OnRow<'_>,
 ) -> Result<()> {
-    let window_filter = filter(meta, sel);
+    if !(sel.start_ns > 0 && sel.end_ns < i64::MAX && !is_pinned(meta, sel)) {
+        let req = ReadRequest {
+            rows: key_ranges(meta, sel),
+            filter: row_filter,
+            ..ReadRequest::default()
+        };
+        // Whether `on_row` stopped early makes no difference here.
+        let _ = read_each(store, meta, req, on_row)?;
+        return Ok(());
+    }
     for range in key_ranges(meta, sel).normalized() {
         let mut cursor = range.start.clone();
         loop {
@@ -309,10 +341,10 @@ fn scan_by_series<S: WideColumnStore>(
                     keys: Vec::new(),
                     ranges: vec![time_range(meta, &series, sel)],
                 },
-                filter: window_filter.clone(),
+                filter: row_filter.clone(),
                 ..ReadRequest::default()
             };
-            if read_points(store, meta, sel, req, stats, visit)?.is_break() {
+            if read_each(store, meta, req, on_row)?.is_break() {
                 return Ok(());
             }
             match prefix_successor(&series) {
@@ -324,45 +356,129 @@ fn scan_by_series<S: WideColumnStore>(
     Ok(())
 }
 
-/// One read: each row decoded, each point checked and visited; `Break` when `visit`
-/// stopped the scan.
-fn read_points<S: WideColumnStore>(
+/// One read, each row passed to `on_row`; `Break` when it stopped the read.
+fn read_each<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
-    sel: &Selection,
     req: ReadRequest,
-    stats: &mut ScanStats,
-    visit: &mut dyn FnMut(Point<'static>) -> ControlFlow<()>,
+    on_row: &mut OnRow<'_>,
 ) -> Result<ControlFlow<()>> {
     let mut failure = None;
     let mut stopped = false;
-    let now_us = store.now_us();
-    store.read_rows(&meta.store_table, req, &mut |row| {
-        stats.rows += 1;
-        stats.cells += row.cells.len() as u64;
-        let points = match decode_row_projected(meta, &row, now_us, sel.project.as_deref()) {
-            Ok(p) => p,
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        };
-        for p in points {
-            if let Some(p) = keep(sel, p) {
-                stats.points += 1;
-                if visit(p).is_break() {
-                    stopped = true;
-                    return ControlFlow::Break(());
-                }
-            }
+    store.read_rows(&meta.store_table, req, &mut |row| match on_row(row) {
+        Ok(ControlFlow::Continue(())) => ControlFlow::Continue(()),
+        Ok(ControlFlow::Break(())) => {
+            stopped = true;
+            ControlFlow::Break(())
         }
-        ControlFlow::Continue(())
+        Err(e) => {
+            failure = Some(e);
+            ControlFlow::Break(())
+        }
     })?;
     match failure {
         Some(e) => Err(e),
         None if stopped => Ok(ControlFlow::Break(())),
         None => Ok(ControlFlow::Continue(())),
     }
+}
+
+/// One piece of a [`scan_partials`]: a whole sealed bucket by its summary, or a point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// A sealed bucket whose every point is selected, by its summary.
+    Bucket {
+        /// The series' measure name.
+        measure_name: String,
+        /// The series' dimensions.
+        dimensions: Vec<DimensionPair<'static>>,
+        /// What the bucket's block holds.
+        summary: BlockSummary,
+    },
+    /// A selected point outside such buckets.
+    Point(Point<'static>),
+}
+
+/// What an aggregate over whole buckets needs, cheaply: each sealed bucket whose every
+/// point is inside the selection's time window comes as its summary, every other
+/// selected point as itself, in key order.
+///
+/// Rows are read with the block cells left out and the summaries let through; a
+/// bucket that straddles the window's edge (or whose oldest points retention has
+/// collected) is read again whole and decoded. Tables not yet
+/// [`TableMeta::summarized`] give points only.
+pub fn scan_partials<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    visit: &mut dyn FnMut(Piece) -> ControlFlow<()>,
+) -> Result<ScanStats> {
+    if !(meta.layout.seal && meta.summarized) {
+        return scan(store, meta, sel, &mut |p| visit(Piece::Point(p)));
+    }
+    let mut stats = ScanStats::default();
+    let now_us = store.now_us();
+    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    let point_filter = filter(meta, sel);
+    let row_form = RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]"));
+    let summaries = RowFilter::ColumnRange {
+        family: BLOCK_FAMILY.into(),
+        start: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
+        end: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
+    };
+    let row_filter = RowFilter::Interleave(vec![
+        match point_filter.clone() {
+            Some(f) => RowFilter::Chain(vec![row_form, f]),
+            None => row_form,
+        },
+        summaries,
+    ]);
+    let bucketed = meta.layout.pattern.is_bucketed();
+    scan_rows(store, meta, sel, Some(row_filter), &mut |row| {
+        count_row(&mut stats, &row);
+        let summary = row
+            .cells
+            .iter()
+            .find(|c| &*c.family == BLOCK_FAMILY && *c.qualifier == *SUMMARY_QUALIFIER);
+        let Some(cell) = summary else {
+            let mut visit_point = |p| visit(Piece::Point(p));
+            return visit_points(meta, sel, &row, now_us, &mut stats, &mut visit_point);
+        };
+        let summary = BlockSummary::decode(&cell.value)?;
+        let whole = row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY)
+            && summary.first_ns >= sel.start_ns
+            && summary.last_ns < sel.end_ns
+            && cell_ts_us(summary.first_ns) >= horizon_us;
+        if whole {
+            let parts = keys::decode(&row.key, bucketed, meta.layout.reverse_time)?;
+            let dimensions = dimensions_of(&meta.schema, &parts);
+            if !selects_series(sel, &parts.measure, &dimensions) {
+                return Ok(ControlFlow::Continue(()));
+            }
+            stats.points += summary.points;
+            return Ok(visit(Piece::Bucket {
+                measure_name: parts.measure,
+                dimensions,
+                summary,
+            }));
+        }
+        // The bucket straddles the window: read the row again, block included.
+        let req = ReadRequest {
+            rows: RowSet {
+                keys: vec![row.key.to_vec()],
+                ranges: Vec::new(),
+            },
+            filter: point_filter.clone().map(|f| let_blocks_through(meta, f)),
+            ..ReadRequest::default()
+        };
+        let mut visit_point = |p| visit(Piece::Point(p));
+        let mut whole_row = |row: Row| {
+            stats.cells += row.cells.len() as u64;
+            visit_points(meta, sel, &row, now_us, &mut stats, &mut visit_point)
+        };
+        read_each(store, meta, req, &mut whole_row)
+    })?;
+    Ok(stats)
 }
 
 /// The first row from `start` to `end` that passes `filter`.

@@ -14,7 +14,7 @@
 //! Family `x` holds `x:v` (version; not in row-serialized rows, whose protobuf holds
 //! it) and, in bucketed rows, `x:n` (nanoseconds below the millisecond) at the point's
 //! timestamp, only when they differ from 1 and 0. Family `b` holds a sealed bucket's
-//! block ([`crate::seal`]) in every pattern.
+//! block ([`crate::seal`]) in every pattern, and its summary (`b:s`).
 //!
 //! Byte layout: docs/format.md#time-series-cells
 
@@ -30,7 +30,7 @@ use crate::codec::{
     encode_value, split_named_value,
 };
 use crate::error::{Error, Result};
-use crate::keys;
+use crate::keys::{self, KeyParts};
 use crate::layout::{Layout, Pattern};
 use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
@@ -210,6 +210,17 @@ struct Partial {
     nanos: i64,
 }
 
+/// The dimensions named by a row key's parts (checked against the schema's count by
+/// [`decode_row`]; extra components are dropped).
+pub fn dimensions_of(schema: &Schema, parts: &KeyParts) -> Vec<DimensionPair<'static>> {
+    parts
+        .dims
+        .iter()
+        .zip(&schema.dimensions)
+        .filter_map(|(v, name)| v.as_ref().map(|v| (name.clone().into(), v.clone().into())))
+        .collect()
+}
+
 /// Decodes every point stored in a row: its cells, and the points of a sealed block
 /// ([`crate::seal`]) still inside the retention at `now_us` (the store's clock).
 pub fn decode_row(meta: &TableMeta, row: &Row, now_us: i64) -> Result<Vec<Point<'static>>> {
@@ -256,7 +267,10 @@ pub fn decode_row_projected(
     let mut block = None;
     for c in &row.cells {
         if &*c.family == BLOCK_FAMILY {
-            block = Some(&c.value);
+            // The block; its summary (`b:s`) is for readers of whole buckets.
+            if c.qualifier.is_empty() {
+                block = Some(&c.value);
+            }
             continue;
         }
         let slot = if bucketed { c.timestamp_us } else { 0 };
@@ -298,15 +312,7 @@ pub fn decode_row_projected(
             _ => part.single = Some(decode_value(&c.value, kind)?),
         }
     }
-    let dimensions: Vec<DimensionPair<'static>> = parts
-        .dims
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| {
-            v.as_ref()
-                .map(|v| (schema.dimensions[i].clone().into(), v.clone().into()))
-        })
-        .collect();
+    let dimensions = dimensions_of(schema, &parts);
     let mut out = match block {
         Some(value) => decode_block_cell(meta, &parts, multi, &dimensions, value, now_us, project)?,
         None => Vec::with_capacity(slots.len()),

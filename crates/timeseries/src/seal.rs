@@ -11,6 +11,9 @@
 //! - Cell: family `b`, empty qualifier, timestamp = the newest point's millisecond (so
 //!   the retention GC rule drops the block once its newest point expires; readers drop
 //!   older points of a live block themselves, [`decode_block_cell`]), value = the block.
+//! - Beside it, `b:s` at the same timestamp: the block's summary
+//!   ([`crate::block::BlockSummary`]: counts, min, max, sum per column, first and last
+//!   time), written and deleted with the block, for readers of whole buckets.
 //!
 //! Byte layout: docs/format.md#sealed-blocks
 //!
@@ -47,7 +50,9 @@ use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
-use crate::block::{BlockPoint, MAX_BLOCK_POINTS, decode_block_keeping, encode_block};
+use crate::block::{
+    BlockPoint, BlockSummary, MAX_BLOCK_POINTS, decode_block_keeping, encode_block,
+};
 use crate::catalog::{BLOCK_FAMILY, SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
@@ -61,6 +66,8 @@ use crate::store::WideColumnStore;
 /// drift that much) still land as rows; later ones rewrite the block.
 pub const SEAL_DELAY_NS: i64 = 10 * 60 * 1_000_000_000;
 const NS_PER_SEC: i64 = 1_000_000_000;
+/// Qualifier of a block's summary cell in family `b` (the block's own is empty).
+pub const SUMMARY_QUALIFIER: &[u8] = b"s";
 /// A bucket whose block would be larger than this stays in rows: a late write rewrites
 /// its whole block, and the engine refuses values over 100 MiB. (An hour of ten doubles
 /// a second per series is about 250 KB.)
@@ -207,20 +214,114 @@ pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutatio
             measures: p.measures.clone().into_owned(),
         })
         .collect();
-    Ok(vec![
+    let value = encode_block(&block, multi)?;
+    let summary = BlockSummary::of(&block).map(|s| s.encode());
+    let ts = cell_ts_us(last.time_ns);
+    let mut out = vec![
         clear,
         Mutation::SetCell {
             family: BLOCK_FAMILY.into(),
             qualifier: Vec::new(),
-            timestamp_us: cell_ts_us(last.time_ns),
-            value: encode_block(&block, multi)?,
+            timestamp_us: ts,
+            value,
         },
-    ])
+    ];
+    out.extend(summary.map(|value| Mutation::SetCell {
+        family: BLOCK_FAMILY.into(),
+        qualifier: SUMMARY_QUALIFIER.to_vec(),
+        timestamp_us: ts,
+        value,
+    }));
+    Ok(out)
 }
 
 /// Whether a row holds a block cell.
 pub fn has_block(row: &Row) -> bool {
-    row.cells.iter().any(|c| &*c.family == BLOCK_FAMILY)
+    row.cells
+        .iter()
+        .any(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
+}
+
+/// Gives every block of a table created before summaries existed its summary, each
+/// under its series lock (a late write may be rewriting the block), then marks the
+/// table [`TableMeta::summarized`]. Runs once, in the table's first seal pass.
+fn summarize_blocks<S: WideColumnStore>(
+    catalog: &SeriesCatalog<S>,
+    handle: &TableHandle,
+) -> Result<u64> {
+    let store = catalog.store().as_ref();
+    let meta = handle.meta();
+    let blocks_only = {
+        Some(RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex(BLOCK_FAMILY.into()),
+            RowFilter::ColumnRange {
+                family: BLOCK_FAMILY.into(),
+                start: Bound::Included(Vec::new()),
+                end: Bound::Included(Vec::new()),
+            },
+            RowFilter::StripValue,
+        ]))
+    };
+    let mut block_rows: Vec<Vec<u8>> = Vec::new();
+    let req = ReadRequest {
+        rows: RowSet::all(),
+        filter: blocks_only,
+        ..ReadRequest::default()
+    };
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        block_rows.push(row.key.to_vec());
+        ControlFlow::Continue(())
+    })?;
+    let bucketed = meta.layout.pattern.is_bucketed();
+    let mut done = 0;
+    for key in block_rows {
+        let parts = keys::decode(&key, bucketed, meta.layout.reverse_time)?;
+        let locks = &handle.series;
+        let _guard = locks.lock(vec![locks.stripe(&key[..parts.series_len])]);
+        let req = ReadRequest {
+            rows: RowSet {
+                keys: vec![key.clone()],
+                ranges: Vec::new(),
+            },
+            ..ReadRequest::default()
+        };
+        let mut found = None;
+        store.read_rows(&meta.store_table, req, &mut |row| {
+            found = row
+                .cells
+                .iter()
+                .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
+                .map(|c| (c.timestamp_us, c.value.to_vec()));
+            ControlFlow::Break(())
+        })?;
+        let Some((ts, value)) = found else { continue };
+        let multi = is_multi(&meta, &parts.measure)?;
+        let Some(summary) = BlockSummary::of(&decode_block_keeping(&value, multi, &|_| true)?)
+        else {
+            continue;
+        };
+        let batch = [RowMutations {
+            key,
+            mutations: vec![Mutation::SetCell {
+                family: BLOCK_FAMILY.into(),
+                qualifier: SUMMARY_QUALIFIER.to_vec(),
+                timestamp_us: ts,
+                value: summary.encode(),
+            }],
+        }];
+        for r in store.mutate_rows(&meta.store_table, &batch)? {
+            r?;
+        }
+        done += 1;
+    }
+    let _schema = handle
+        .schema_lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut next = (*handle.meta()).clone();
+    next.summarized = true;
+    catalog.put_table(handle, next)?;
+    Ok(done)
 }
 
 /// Seals every due bucket of one table (steps in the module docs).
@@ -234,6 +335,9 @@ pub fn seal_table<S: WideColumnStore>(
     let mut stats = SealStats::default();
     if !meta.layout.seal {
         return Ok(stats);
+    }
+    if !meta.summarized {
+        summarize_blocks(catalog, handle)?;
     }
     let cutoff = now_ns.saturating_sub(SEAL_DELAY_NS);
     let due = due_buckets(store, &meta, cutoff)?;
@@ -402,3 +506,6 @@ fn seal_bucket<S: WideColumnStore>(
         rows_removed: removed,
     })
 }
+
+#[cfg(test)]
+mod tests;

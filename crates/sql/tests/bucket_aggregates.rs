@@ -1,0 +1,276 @@
+//! Aggregates answered from block summaries give the answers of the points: the same
+//! records go into a table that seals (most buckets sealed, the newest still in rows,
+//! one sealed bucket rewritten by a late write) and into one that does not, in every
+//! storage pattern, and each query's rows must match between the two. `EXPLAIN` shows
+//! which queries the rule rewrote, so a rule that silently stops applying fails too.
+
+use std::fmt::Write as _;
+
+mod common;
+
+use almanac_sql::{Scope, SqlEngine};
+use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
+use common::{Result, multi, single};
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+
+/// The fixture's "now": 2023-11-14T22:13:20Z.
+const NOW_MS: i64 = 1_700_000_000_000;
+/// Bucket of the sealed tables: ten minutes.
+const BUCKET_MS: i64 = 600_000;
+/// The data: three hours up to now.
+const START_MS: i64 = NOW_MS - 3 * 3_600_000;
+
+fn layout(pattern: Pattern, seal: bool) -> Layout {
+    Layout {
+        pattern,
+        bucket_secs: BUCKET_MS / 1000,
+        reverse_time: false,
+        seal,
+    }
+}
+
+/// Deterministic values: a small LCG.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
+
+fn records() -> Vec<almanac_timeseries::Record<'static>> {
+    let mut rng = Lcg(7);
+    let mut out = Vec::new();
+    for (host, region) in [("h1", "eu"), ("h2", "eu"), ("h3", "us"), ("h4", "us")] {
+        let mut t = START_MS + (rng.next() % 30_000) as i64;
+        while t < NOW_MS {
+            let user = (rng.next() % 10_000) as f64 / 100.0 - 20.0;
+            let mut values = vec![("usage_user", format!("{user}"), "DOUBLE")];
+            if !rng.next().is_multiple_of(3) {
+                values.push((
+                    "usage_system",
+                    format!("{}", (rng.next() % 1000) as f64 / 8.0),
+                    "DOUBLE",
+                ));
+            }
+            if rng.next().is_multiple_of(4) {
+                values.push((
+                    "procs",
+                    format!("{}", rng.next() as i64 - (1 << 30)),
+                    "BIGINT",
+                ));
+            }
+            let d = [("hostname", host), ("region", region)];
+            out.push(multi(&d, "cpu", &values, t));
+            if rng.next().is_multiple_of(5) {
+                let v = format!("{}", (rng.next() % 400) as f64 / 4.0);
+                out.push(single(&d, "temperature", "DOUBLE", &v, t));
+            }
+            if rng.next().is_multiple_of(7) {
+                let v = format!("{}", rng.next() % 100);
+                out.push(single(&d, "errors", "BIGINT", &v, t));
+            }
+            t += 20_000 + (rng.next() % 40_000) as i64;
+        }
+    }
+    out
+}
+
+async fn load(ts: &TimeSeries<EmbeddedStore>) -> Result<Vec<String>> {
+    ts.create_database("devops", None)?;
+    let retention = Some(Retention {
+        memory_hours: 24,
+        magnetic_days: 30,
+    });
+    let records = records();
+    let mut tables = Vec::new();
+    for pattern in [
+        Pattern::RowColumns,
+        Pattern::RowSerialized,
+        Pattern::BucketCells,
+        Pattern::BucketColumns,
+    ] {
+        for seal in [true, false] {
+            let name = format!("{}_{}", pattern.as_str().replace('-', "_"), seal);
+            ts.create_table(
+                "devops",
+                &name,
+                NewTable {
+                    layout: layout(pattern, seal),
+                    retention,
+                    ..NewTable::default()
+                },
+            )?;
+            for chunk in records.chunks(100) {
+                ts.write_records("devops", &name, None, chunk)?;
+            }
+            tables.push(name);
+        }
+    }
+    let sealed = ts.seal_all()?;
+    assert!(sealed.buckets > 50, "buckets sealed: {sealed:?}");
+    // A late point into a sealed bucket rewrites its block and summary.
+    let late = multi(
+        &[("hostname", "h2"), ("region", "eu")],
+        "cpu",
+        &[("usage_user", "1000.5".into(), "DOUBLE")],
+        START_MS + 3_600_000 + 1,
+    );
+    for t in &tables {
+        ts.write_records("devops", t, None, std::slice::from_ref(&late))?;
+    }
+    Ok(tables)
+}
+
+/// The rows of a result, one line each, floats to 9 significant digits (sums of
+/// whole buckets add in another order than sums of points).
+fn render(batches: &[RecordBatch]) -> Result<Vec<String>> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut rows = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let mut line = String::new();
+            for c in b.columns() {
+                if let (DataType::Float64, false) = (c.data_type(), c.is_null(r)) {
+                    write!(line, "{:.9e} | ", c.as_primitive::<Float64Type>().value(r))?;
+                } else {
+                    write!(
+                        line,
+                        "{} | ",
+                        ArrayFormatter::try_new(c, &options)?.value(r)
+                    )?;
+                }
+            }
+            rows.push(line);
+        }
+    }
+    rows.sort();
+    Ok(rows)
+}
+
+/// A window whose edges fall inside buckets, and one on bucket edges.
+const INSIDE: (i64, i64) = (START_MS + 1_234_567, NOW_MS - 2_345_678);
+const ALIGNED: (i64, i64) = (
+    START_MS - START_MS % BUCKET_MS + BUCKET_MS,
+    NOW_MS - NOW_MS % BUCKET_MS - BUCKET_MS,
+);
+
+fn window((a, b): (i64, i64)) -> String {
+    format!("time >= from_milliseconds({a}) AND time < from_milliseconds({b})")
+}
+
+/// `(query with {t} for the table, whether the rule applies)`.
+fn queries() -> Vec<(String, bool)> {
+    let inside = window(INSIDE);
+    let aligned = window(ALIGNED);
+    vec![
+        (
+            "SELECT count(*), count(usage_system), max(time), min(time) FROM {t}".into(),
+            true,
+        ),
+        (
+            format!(
+                "SELECT bin(time, 1h) AS h, hostname, avg(usage_user), max(usage_user), \
+                 min(usage_system), sum(procs), count(procs) FROM {{t}} WHERE {inside} \
+                 GROUP BY 1, 2"
+            ),
+            true,
+        ),
+        (
+            format!(
+                "SELECT bin(time, 10m), max(usage_user), avg(procs) FROM {{t}} \
+                 WHERE hostname IN ('h1', 'h3') AND {aligned} GROUP BY 1"
+            ),
+            true,
+        ),
+        (
+            "SELECT date_trunc('hour', time), region, measure_name, count(*), \
+             avg(measure_value::double), sum(measure_value::bigint) FROM {t} GROUP BY 1, 2, 3"
+                .into(),
+            true,
+        ),
+        (
+            format!(
+                "SELECT hostname, max(time) AS newest, count(time) FROM {{t}} \
+                 WHERE measure_name = 'cpu' AND time > from_milliseconds({}) GROUP BY hostname",
+                INSIDE.0
+            ),
+            true,
+        ),
+        (
+            format!(
+                "SELECT region, min(measure_value::bigint), max(measure_value::double) \
+                 FROM {{t}} WHERE time BETWEEN from_milliseconds({}) AND from_milliseconds({}) \
+                 GROUP BY region",
+                INSIDE.0, INSIDE.1
+            ),
+            true,
+        ),
+        (
+            "SELECT hostname, sum(usage_user) FROM {t} WHERE region = 'nowhere' GROUP BY 1".into(),
+            true,
+        ),
+        (
+            "SELECT count(*), sum(usage_user) FROM {t} WHERE hostname = 'nobody'".into(),
+            true,
+        ),
+        // Not whole buckets: by minute, a filter on a measure, DISTINCT, a time filter
+        // the scan does not capture.
+        (
+            "SELECT bin(time, 1m), max(usage_user) FROM {t} GROUP BY 1".into(),
+            false,
+        ),
+        (
+            "SELECT hostname, count(*) FROM {t} WHERE usage_user > 50 GROUP BY 1".into(),
+            false,
+        ),
+        ("SELECT count(DISTINCT usage_user) FROM {t}".into(), false),
+        (
+            "SELECT count(*) FROM {t} WHERE extract(minute FROM time) = 3".into(),
+            false,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summaries_answer_as_points_do() -> Result {
+    let (engine, ts, _dir) = common::open("bucket-aggregates", NOW_MS)?;
+    let tables = load(&ts).await?;
+    let sql = SqlEngine::new(engine, ts)?;
+    let scope = Scope::instance("projects/p/instances/i");
+    for pair in tables.chunks(2) {
+        let [sealed, plain] = pair else { continue };
+        for (q, rewritten) in queries() {
+            let on = |t: &str| q.replace("{t}", &format!("devops.{t}"));
+            let plain_out = sql.query(&on(plain), &scope).await?;
+            let sealed_out = sql.query(&on(sealed), &scope).await?;
+            let want = render(&plain_out.batches)?;
+            assert_eq!(render(&sealed_out.batches)?, want, "{}", on(sealed));
+            if rewritten && plain_out.scan.cells_read > 1000 {
+                // Summaries, not points: a cell per bucket instead of cells per point.
+                assert!(
+                    sealed_out.scan.cells_read * 4 < plain_out.scan.cells_read,
+                    "{}: {:?} against {:?}",
+                    on(sealed),
+                    sealed_out.scan,
+                    plain_out.scan
+                );
+            }
+            let plan = render(
+                &sql.query(&format!("EXPLAIN {}", on(sealed)), &scope)
+                    .await?
+                    .batches,
+            )?
+            .join("\n");
+            assert_eq!(plan.contains("#agg"), rewritten, "{}\n{plan}", on(sealed));
+        }
+    }
+    Ok(())
+}
