@@ -151,6 +151,7 @@ impl Node {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let sealer = tokio::spawn(seal_periodically(
+            self.engine.clone(),
             self.ts.clone(),
             self.seal_interval,
             stop_rx.clone(),
@@ -195,10 +196,25 @@ fn open_store(
     Ok((engine, ts))
 }
 
+/// Bytes of row-form storage a sealed point is taken to have left behind as deletion
+/// markers (a row key and a cell per measure; TSBS's ten-measure records are ~600).
+const DELETED_BYTES_PER_SEALED_POINT: u64 = 60;
+/// Compact once the deletion markers of sealed points reach this fraction of the
+/// store: compaction costs the store's size, so it runs after deletions of a
+/// proportional size, and its cost per sealed point stays constant.
+const COMPACT_WHEN_DELETED_FRACTION: u64 = 4;
+
 /// Seals the closed buckets of every time-series table every `interval`, until `stop`
 /// turns true (a pass under way finishes first). A failed pass is reported on stderr
 /// and retried at the next interval.
+///
+/// A seal deletes the row-form cells of its buckets, and each deletion leaves a marker
+/// that every read of the range walks until a compaction drops it (a sealed TSBS day
+/// read 20× slower through them; docs/benchmarks.md). So once the markers left since
+/// the last compaction make up a quarter of the store, the engine flushes and compacts
+/// after the pass, which also empties the journal.
 async fn seal_periodically(
+    engine: Engine,
     ts: Arc<TimeSeries<EmbeddedStore>>,
     interval: Option<Duration>,
     mut stop: watch::Receiver<bool>,
@@ -206,14 +222,29 @@ async fn seal_periodically(
     let Some(interval) = interval else {
         return;
     };
+    let mut deleted_bytes = 0u64;
     loop {
         tokio::select! {
             () = tokio::time::sleep(interval) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
         let ts = ts.clone();
-        match tokio::task::spawn_blocking(move || ts.seal_all()).await {
-            Ok(Ok(_)) => {}
+        let engine = engine.clone();
+        let pass = tokio::task::spawn_blocking(move || {
+            let sealed = ts.seal_all()?;
+            let deleted =
+                deleted_bytes + sealed.points.saturating_mul(DELETED_BYTES_PER_SEALED_POINT);
+            let store = engine
+                .disk_space()
+                .map_err(almanac_timeseries::Error::from)?;
+            if deleted > 0 && deleted.saturating_mul(COMPACT_WHEN_DELETED_FRACTION) >= store {
+                engine.compact().map_err(almanac_timeseries::Error::from)?;
+                return Ok(0);
+            }
+            Ok::<_, almanac_timeseries::Error>(deleted)
+        });
+        match pass.await {
+            Ok(Ok(d)) => deleted_bytes = d,
             Ok(Err(e)) => eprintln!("almanac: sealing closed buckets failed: {e}"),
             Err(e) => eprintln!("almanac: sealing closed buckets failed: {e}"),
         }

@@ -275,7 +275,7 @@ fn rewrite(agg: &Aggregate) -> DfResult<Option<LogicalPlan>> {
         return Ok(None);
     };
     let meta = table.meta();
-    if !(meta.layout.seal && meta.summarized) || scan.fetch.is_some() {
+    if !(meta.layout.seal && meta.summarized) || scan.fetch.is_some() || table.is_newest_only() {
         return Ok(None);
     }
     let predicates = wrappers

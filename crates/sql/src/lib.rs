@@ -17,11 +17,13 @@
 
 mod bigtable;
 mod bucket_aggregates;
+mod builder;
 pub mod catalog;
 mod error;
 mod functions;
 mod interpolate;
 mod keyrange;
+mod latest_join;
 mod partials;
 mod planner;
 mod qualifiers;
@@ -150,6 +152,7 @@ impl SqlEngine {
             .with_config(config)
             .with_default_features()
             .with_expr_planners(planners)
+            .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
             .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
             .build();
         functions::register(&mut base)?;

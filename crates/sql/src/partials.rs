@@ -25,7 +25,8 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::series::{Builder, Column, SeriesTable, arrow_type, value_of};
+use crate::builder::Builder;
+use crate::series::{Column, SeriesTable, arrow_type, value_of};
 use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
 
 /// One partial-aggregate column.

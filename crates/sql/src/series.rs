@@ -7,17 +7,15 @@
 //! on `time` bound the time range (keys and cell timestamps). DataFusion still applies
 //! every filter itself, so pushdown only narrows what is read.
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
+use almanac_timeseries::block::BlockColumns;
 use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
-use almanac_timeseries::query::Selection;
-use almanac_timeseries::{EmbeddedStore, TableMeta, TimeSeries};
+use almanac_timeseries::query::{self, Chunk, Selection};
+use almanac_timeseries::{DimensionPair, EmbeddedStore, TableMeta, TimeSeries};
 use async_trait::async_trait;
-use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampNanosecondBuilder,
-};
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
@@ -27,6 +25,7 @@ use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
+use crate::builder::Builder;
 use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
 use crate::stats::ScanCounters;
 
@@ -98,6 +97,9 @@ pub struct SeriesTable {
     columns: Vec<Column>,
     schema: SchemaRef,
     counters: Arc<ScanCounters>,
+    /// Only the newest point of each series in the selection
+    /// ([`almanac_timeseries::query::latest`]): what [`crate::latest_join`] reads.
+    newest_only: bool,
 }
 
 impl SeriesTable {
@@ -133,7 +135,21 @@ impl SeriesTable {
             columns,
             schema,
             counters,
+            newest_only: false,
         }
+    }
+
+    /// The same table, read as the newest point of each series only.
+    pub(crate) fn newest_only(&self) -> Self {
+        Self {
+            newest_only: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this is [`SeriesTable::newest_only`].
+    pub(crate) fn is_newest_only(&self) -> bool {
+        self.newest_only
     }
 
     /// The table's metadata.
@@ -354,74 +370,7 @@ struct SeriesScan {
     schema: SchemaRef,
     limit: Option<usize>,
     counters: Arc<ScanCounters>,
-}
-
-/// An Arrow builder for one column of the flat model (or of its partial aggregates).
-pub(crate) enum Builder {
-    Text(StringBuilder),
-    Float(Float64Builder),
-    Int(Int64Builder),
-    Bool(BooleanBuilder),
-    Time(TimestampNanosecondBuilder),
-}
-
-impl Builder {
-    pub(crate) fn new(c: &Column) -> Self {
-        let t = match c {
-            Column::Dimension(_) | Column::MeasureName => MeasureType::Varchar,
-            Column::Time => MeasureType::Timestamp,
-            Column::Single(t) | Column::Attribute(_, t) => *t,
-        };
-        Self::of(t)
-    }
-
-    /// A builder of the Arrow type of `t`.
-    pub(crate) fn of(t: MeasureType) -> Self {
-        match t {
-            MeasureType::Double => Self::Float(Float64Builder::new()),
-            MeasureType::Bigint => Self::Int(Int64Builder::new()),
-            MeasureType::Boolean => Self::Bool(BooleanBuilder::new()),
-            MeasureType::Timestamp => Self::Time(TimestampNanosecondBuilder::new()),
-            MeasureType::Varchar | MeasureType::Multi => Self::Text(StringBuilder::new()),
-        }
-    }
-
-    pub(crate) fn append(&mut self, v: Option<&Value>) {
-        match (self, v) {
-            (Self::Float(b), Some(Value::Double(x))) => b.append_value(*x),
-            (Self::Int(b), Some(Value::Bigint(x))) => b.append_value(*x),
-            (Self::Bool(b), Some(Value::Boolean(x))) => b.append_value(*x),
-            (Self::Time(b), Some(Value::Timestamp(x))) => b.append_value(*x),
-            (Self::Text(b), Some(Value::Varchar(x))) => b.append_value(x),
-            (Self::Float(b), _) => b.append_null(),
-            (Self::Int(b), _) => b.append_null(),
-            (Self::Bool(b), _) => b.append_null(),
-            (Self::Time(b), _) => b.append_null(),
-            (Self::Text(b), _) => b.append_null(),
-        }
-    }
-
-    pub(crate) fn append_text(&mut self, v: Option<&str>) {
-        if let Self::Text(b) = self {
-            b.append_option(v);
-        }
-    }
-
-    pub(crate) fn append_time(&mut self, ns: i64) {
-        if let Self::Time(b) = self {
-            b.append_value(ns);
-        }
-    }
-
-    pub(crate) fn finish(&mut self) -> ArrayRef {
-        match self {
-            Self::Text(b) => Arc::new(b.finish()),
-            Self::Float(b) => Arc::new(b.finish()),
-            Self::Int(b) => Arc::new(b.finish()),
-            Self::Bool(b) => Arc::new(b.finish()),
-            Self::Time(b) => Arc::new(b.finish()),
-        }
-    }
+    newest_only: bool,
 }
 
 /// The value of a measure column in a point (`None` for the other columns).
@@ -449,6 +398,43 @@ impl SeriesScan {
         }
     }
 
+    /// The points `range` of a sealed block of one series.
+    fn append_block(
+        &self,
+        builders: &mut [Builder],
+        measure_name: &str,
+        dimensions: &[DimensionPair<'static>],
+        block: &BlockColumns,
+        range: &Range<usize>,
+    ) {
+        let n = range.len();
+        for (c, b) in self.columns.iter().zip(builders.iter_mut()) {
+            match c {
+                Column::Dimension(d) => b.append_text_n(
+                    dimensions.iter().find(|(k, _)| k == d).map(|(_, v)| &**v),
+                    n,
+                ),
+                Column::MeasureName => b.append_text_n(Some(measure_name), n),
+                Column::Time => b.append_times(&block.times_ns[range.clone()]),
+                Column::Single(t) | Column::Attribute(_, t) => {
+                    // A single-value block's one column is named "".
+                    let name = match c {
+                        Column::Attribute(name, _) => name.as_str(),
+                        _ => "",
+                    };
+                    match block
+                        .columns
+                        .iter()
+                        .find(|bc| bc.name == name && bc.values.kind() == *t)
+                    {
+                        Some(bc) => b.append_column(bc, range.clone()),
+                        None => b.append_nulls(n),
+                    }
+                }
+            }
+        }
+    }
+
     fn batch(&self, builders: &mut [Builder], rows: usize) -> crate::Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
         crate::source::batch(&self.schema, arrays, rows)
@@ -463,36 +449,57 @@ impl Producer for SeriesScan {
         let mut failure = None;
         let mut stopped = false;
         for selection in &self.selections {
-            let stats = almanac_timeseries::query::scan(
-                self.ts.store().as_ref(),
-                &self.meta,
-                selection,
-                &mut |p| {
-                    self.append(&mut builders, &p);
-                    rows += 1;
-                    total += 1;
-                    if rows == BATCH_ROWS {
-                        match self.batch(&mut builders, rows) {
-                            Ok(b) => {
-                                if !sink.send(b) {
-                                    stopped = true;
-                                    return ControlFlow::Break(());
-                                }
-                            }
-                            Err(e) => {
-                                failure = Some(e);
+            let store = self.ts.store().as_ref();
+            let mut each = |chunk: Chunk| {
+                let n = match &chunk {
+                    Chunk::Point(p) => {
+                        self.append(&mut builders, p);
+                        1
+                    }
+                    Chunk::Block {
+                        measure_name,
+                        dimensions,
+                        columns,
+                        range,
+                    } => {
+                        self.append_block(&mut builders, measure_name, dimensions, columns, range);
+                        range.len()
+                    }
+                };
+                rows += n;
+                total += n;
+                if rows >= BATCH_ROWS {
+                    match self.batch(&mut builders, rows) {
+                        Ok(b) => {
+                            if !sink.send(b) {
+                                stopped = true;
                                 return ControlFlow::Break(());
                             }
                         }
-                        rows = 0;
+                        Err(e) => {
+                            failure = Some(e);
+                            return ControlFlow::Break(());
+                        }
                     }
-                    if self.limit.is_some_and(|l| total >= l) {
-                        stopped = true;
-                        return ControlFlow::Break(());
+                    rows = 0;
+                }
+                if self.limit.is_some_and(|l| total >= l) {
+                    stopped = true;
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            };
+            let stats = if self.newest_only {
+                let (points, stats) = query::latest(store, &self.meta, selection)?;
+                for p in points {
+                    if each(Chunk::Point(p)).is_break() {
+                        break;
                     }
-                    ControlFlow::Continue(())
-                },
-            )?;
+                }
+                stats
+            } else {
+                query::scan_columns(store, &self.meta, selection, &mut each)?
+            };
             self.counters.add(stats.rows, stats.cells, stats.points);
             if let Some(e) = failure {
                 return Err(e);
@@ -571,6 +578,7 @@ impl TableProvider for SeriesTable {
             schema: schema.clone(),
             limit,
             counters: self.counters.clone(),
+            newest_only: self.newest_only,
         };
         scan_plan(schema, scan, limit)
     }

@@ -16,13 +16,13 @@
 //! In tables that seal ([`crate::seal`]), a time range starts at the block row of its
 //! first bucket, and the cell-time filter lets block cells through.
 
-use std::ops::{Bound, ControlFlow};
+use std::ops::{Bound, ControlFlow, Range};
 
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{ReadRequest, Row};
 
-use crate::block::BlockSummary;
+use crate::block::{BlockColumns, BlockSummary, decode_block_columns};
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
 use crate::error::Result;
@@ -30,7 +30,7 @@ use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{DimensionPair, Measures, Point};
 use crate::rows::{cell_ts_us, decode_row, decode_row_projected, dimensions_of};
-use crate::seal::{SUMMARY_QUALIFIER, bucket_start_ns};
+use crate::seal::{SUMMARY_QUALIFIER, bucket_start_ns, is_multi};
 use crate::store::WideColumnStore;
 
 /// Which points to read.
@@ -381,6 +381,82 @@ fn read_each<S: WideColumnStore>(
         None if stopped => Ok(ControlFlow::Break(())),
         None => Ok(ControlFlow::Continue(())),
     }
+}
+
+/// One piece of a [`scan_columns`]: the selected points of a sealed block, column by
+/// column, or a point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk {
+    /// Points of one sealed block.
+    Block {
+        /// The series' measure name.
+        measure_name: String,
+        /// The series' dimensions.
+        dimensions: Vec<DimensionPair<'static>>,
+        /// The block's columns (the projected attributes only, for MULTI blocks).
+        columns: BlockColumns,
+        /// The selected points: these indexes of `columns.times_ns`.
+        range: Range<usize>,
+    },
+    /// A selected point stored in row form.
+    Point(Point<'static>),
+}
+
+/// [`scan`] for a columnar reader: a sealed block comes whole, decoded column by
+/// column with only the projected attributes and no per-point allocation, with the
+/// range of its points inside the time window and the retention; row-form points
+/// come one by one.
+pub fn scan_columns<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    visit: &mut dyn FnMut(Chunk) -> ControlFlow<()>,
+) -> Result<ScanStats> {
+    if sel.attributes.is_some() || !meta.layout.seal {
+        return scan(store, meta, sel, &mut |p| visit(Chunk::Point(p)));
+    }
+    let mut stats = ScanStats::default();
+    let now_us = store.now_us();
+    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    let bucketed = meta.layout.pattern.is_bucketed();
+    scan_rows(store, meta, sel, filter(meta, sel), &mut |row| {
+        count_row(&mut stats, &row);
+        let block = row
+            .cells
+            .iter()
+            .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty());
+        let Some(cell) = block.filter(|_| row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY))
+        else {
+            let mut visit_point = |p| visit(Chunk::Point(p));
+            return visit_points(meta, sel, &row, now_us, &mut stats, &mut visit_point);
+        };
+        let parts = keys::decode(&row.key, bucketed, meta.layout.reverse_time)?;
+        let dimensions = dimensions_of(&meta.schema, &parts);
+        if !selects_series(sel, &parts.measure, &dimensions) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let multi = is_multi(meta, &parts.measure)?;
+        let keep = |name: &str| {
+            sel.project
+                .as_ref()
+                .is_none_or(|p| p.iter().any(|a| a == name))
+        };
+        let columns = decode_block_columns(&cell.value, multi, &keep)?;
+        let times = &columns.times_ns;
+        let lo = times.partition_point(|&t| t < sel.start_ns || cell_ts_us(t) < horizon_us);
+        let hi = times.partition_point(|&t| t < sel.end_ns);
+        if lo >= hi {
+            return Ok(ControlFlow::Continue(()));
+        }
+        stats.points += (hi - lo) as u64;
+        Ok(visit(Chunk::Block {
+            measure_name: parts.measure,
+            dimensions,
+            columns,
+            range: lo..hi,
+        }))
+    })?;
+    Ok(stats)
 }
 
 /// One piece of a [`scan_partials`]: a whole sealed bucket by its summary, or a point.

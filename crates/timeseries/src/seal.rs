@@ -160,7 +160,7 @@ fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowRange {
 }
 
 /// Whether the measure of a key is a MULTI measure in the table's schema.
-fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
+pub(crate) fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
     meta.schema
         .measures
         .get(measure)
