@@ -196,12 +196,9 @@ fn open_store(
     Ok((engine, ts))
 }
 
-/// Bytes of row-form storage a sealed point is taken to have left behind as deletion
-/// markers (a row key and a cell per measure; TSBS's ten-measure records are ~600).
-const DELETED_BYTES_PER_SEALED_POINT: u64 = 60;
-/// Compact once the deletion markers of sealed points reach this fraction of the
-/// store: compaction costs the store's size, so it runs after deletions of a
-/// proportional size, and its cost per sealed point stays constant.
+/// Compact once the row-form bytes sealing deleted since the last compaction reach
+/// 1/this of the store: compaction costs the store's size, so it runs after deletions
+/// of a proportional size, and its cost per sealed point stays bounded.
 const COMPACT_WHEN_DELETED_FRACTION: u64 = 4;
 
 /// Seals the closed buckets of every time-series table every `interval`, until `stop`
@@ -210,9 +207,9 @@ const COMPACT_WHEN_DELETED_FRACTION: u64 = 4;
 ///
 /// A seal deletes the row-form cells of its buckets, and each deletion leaves a marker
 /// that every read of the range walks until a compaction drops it (a sealed TSBS day
-/// read 20× slower through them; docs/benchmarks.md). So once the markers left since
-/// the last compaction make up a quarter of the store, the engine flushes and compacts
-/// after the pass, which also empties the journal.
+/// read 20× slower through them; docs/benchmarks.md). So once the row-form bytes
+/// deleted since the last compaction make up a quarter of the store, the engine
+/// flushes and compacts after the pass, which also empties the journal.
 async fn seal_periodically(
     engine: Engine,
     ts: Arc<TimeSeries<EmbeddedStore>>,
@@ -231,9 +228,8 @@ async fn seal_periodically(
         let ts = ts.clone();
         let engine = engine.clone();
         let pass = tokio::task::spawn_blocking(move || {
-            let sealed = ts.seal_all()?;
-            let deleted =
-                deleted_bytes + sealed.points.saturating_mul(DELETED_BYTES_PER_SEALED_POINT);
+            let sealed = ts.seal_all_quiet()?;
+            let deleted = deleted_bytes.saturating_add(sealed.bytes_removed);
             let store = engine
                 .disk_space()
                 .map_err(almanac_timeseries::Error::from)?;

@@ -24,6 +24,7 @@ use crate::schema::Schema;
 use crate::series::SeriesLocks;
 use crate::store::WideColumnStore;
 use crate::tags::{Resource, Tag};
+use crate::unsealed::Unsealed;
 
 /// The store table holding the catalog.
 pub const CATALOG_TABLE: &str = "_catalog";
@@ -110,6 +111,8 @@ pub struct TableHandle {
     pub(crate) schema_lock: Mutex<()>,
     /// Series locks and high-water marks of the write path.
     pub(crate) series: SeriesLocks,
+    /// The buckets with row-form points, for the seal pass.
+    pub(crate) unsealed: Unsealed,
 }
 
 impl TableHandle {
@@ -118,6 +121,7 @@ impl TableHandle {
             meta: RwLock::new(Arc::new(meta)),
             schema_lock: Mutex::new(()),
             series: SeriesLocks::default(),
+            unsealed: Unsealed::default(),
         })
     }
 

@@ -43,6 +43,7 @@ mod seal;
 mod series;
 mod store;
 mod tags;
+mod unsealed;
 mod validate;
 mod write;
 
@@ -244,19 +245,33 @@ impl<S: WideColumnStore> TimeSeries<S> {
 
     /// Seals the closed buckets of one table ([`seal`]).
     pub fn seal(&self, db: &str, table: &str) -> Result<seal::SealStats> {
+        self.seal_table(db, table, 0)
+    }
+
+    fn seal_table(&self, db: &str, table: &str, quiet_ns: i64) -> Result<seal::SealStats> {
         let handle = self.catalog.table(db, table)?;
         let now_ns = self.clock.now_us().saturating_mul(1000);
-        seal::seal_table(&self.catalog, &handle, now_ns)
+        seal::seal_table(&self.catalog, &handle, now_ns, quiet_ns)
     }
 
     /// Seals the closed buckets of every table that seals.
     pub fn seal_all(&self) -> Result<seal::SealStats> {
+        self.seal_all_after(0)
+    }
+
+    /// What a background pass does: [`TimeSeries::seal_all`], but only buckets no write
+    /// has touched for [`seal::SEAL_QUIET_NS`] (a backfill is not sealed under itself).
+    pub fn seal_all_quiet(&self) -> Result<seal::SealStats> {
+        self.seal_all_after(seal::SEAL_QUIET_NS)
+    }
+
+    fn seal_all_after(&self, quiet_ns: i64) -> Result<seal::SealStats> {
         let mut stats = seal::SealStats::default();
         for meta in self.catalog.tables(None, None, usize::MAX)? {
             if !meta.layout.seal {
                 continue;
             }
-            match self.seal(&meta.database, &meta.name) {
+            match self.seal_table(&meta.database, &meta.name, quiet_ns) {
                 Ok(s) => stats.add(s),
                 // Dropped since listed: nothing to seal.
                 Err(Error::NotFound { .. }) => {}

@@ -24,9 +24,10 @@
 //! crash mid-seal, show the bucket's points twice until the next seal pass merges them.)
 //!
 //! ## A seal pass, step by step ([`seal_table`])
-//! 1. Walk the table keys only (one cell per row, values stripped), grouping rows by
-//!    series and bucket; a group is due when its bucket ended [`SEAL_DELAY_NS`] ago and
-//!    it has any row-form cell (not just a block).
+//! 1. Take the buckets with row-form points from the table's unsealed set
+//!    ([`crate::unsealed`], kept by the write path; the first pass after an open walks
+//!    the table's keys once to fill it); a bucket is due when it ended
+//!    [`SEAL_DELAY_NS`] ago and has not been written for [`SEAL_QUIET_NS`].
 //! 2. Raise the table's [`TableMeta::sealed_before_ns`] to that cutoff (persisted in
 //!    the catalog) before sealing anything: writers look for a block only in buckets
 //!    ending by then, so a backfill of fresh buckets costs no extra read.
@@ -66,6 +67,10 @@ use crate::store::WideColumnStore;
 /// drift that much) still land as rows; later ones rewrite the block.
 pub const SEAL_DELAY_NS: i64 = 10 * 60 * 1_000_000_000;
 const NS_PER_SEC: i64 = 1_000_000_000;
+/// How long a closed bucket must go unwritten before a pass seals it: a backfill keeps
+/// writing the hour it is loading, and sealing that hour under it would make each
+/// later write rewrite the block (the TSBS day loaded 6.5x slower that way).
+pub const SEAL_QUIET_NS: i64 = 60 * NS_PER_SEC;
 /// Qualifier of a block's summary cell in family `b` (the block's own is empty).
 pub const SUMMARY_QUALIFIER: &[u8] = b"s";
 /// A bucket whose block would be larger than this stays in rows: a late write rewrites
@@ -82,6 +87,9 @@ pub struct SealStats {
     pub points: u64,
     /// Rows deleted because their points moved into a block.
     pub rows_removed: u64,
+    /// Bytes of the row-form cells deleted (row key, qualifier and value of each): what
+    /// the deletion markers shadow until a compaction drops both.
+    pub bytes_removed: u64,
 }
 
 impl SealStats {
@@ -90,6 +98,7 @@ impl SealStats {
         self.buckets += other.buckets;
         self.points += other.points;
         self.rows_removed += other.rows_removed;
+        self.bytes_removed += other.bytes_removed;
     }
 }
 
@@ -324,11 +333,13 @@ fn summarize_blocks<S: WideColumnStore>(
     Ok(done)
 }
 
-/// Seals every due bucket of one table (steps in the module docs).
+/// Seals every due bucket of one table (steps in the module docs): closed buckets not
+/// written in the last `quiet_ns`.
 pub fn seal_table<S: WideColumnStore>(
     catalog: &SeriesCatalog<S>,
     handle: &TableHandle,
     now_ns: i64,
+    quiet_ns: i64,
 ) -> Result<SealStats> {
     let store = catalog.store().as_ref();
     let meta = handle.meta();
@@ -340,7 +351,13 @@ pub fn seal_table<S: WideColumnStore>(
         summarize_blocks(catalog, handle)?;
     }
     let cutoff = now_ns.saturating_sub(SEAL_DELAY_NS);
-    let due = due_buckets(store, &meta, cutoff)?;
+    let unsealed = &handle.unsealed;
+    if !unsealed.is_known() {
+        unsealed.found(due_buckets(store, &meta, i64::MAX)?);
+    }
+    let quiet = now_ns.saturating_sub(quiet_ns);
+    let due =
+        unsealed.due(|start, last| bucket_end_ns(&meta.layout, start) <= cutoff && last <= quiet);
     if due.is_empty() {
         return Ok(stats);
     }
@@ -360,7 +377,8 @@ pub fn seal_table<S: WideColumnStore>(
     Ok(stats)
 }
 
-/// Step 1: the (series, bucket start) groups to seal.
+/// Step 1 after an open: the (series, bucket start) groups with row-form cells whose
+/// bucket ended by `cutoff_ns`, by a key-only walk of the table.
 fn due_buckets<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
@@ -445,7 +463,14 @@ fn seal_bucket<S: WideColumnStore>(
     let mut rows: Vec<Vec<u8>> = Vec::new();
     let mut points: BTreeMap<i64, Point> = BTreeMap::new();
     let mut failure = None;
+    let mut bytes_removed = 0u64;
     store.read_rows(&meta.store_table, req, &mut |row| {
+        bytes_removed += row
+            .cells
+            .iter()
+            .filter(|c| &*c.family != BLOCK_FAMILY)
+            .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+            .sum::<u64>();
         match decode_row(&meta, &row, now_us) {
             Ok(decoded) => {
                 for p in decoded {
@@ -467,6 +492,11 @@ fn seal_bucket<S: WideColumnStore>(
     })?;
     if let Some(e) = failure {
         return Err(e);
+    }
+    // Whatever happens below, the bucket is done until a write adds it again.
+    handle.unsealed.remove(series, start_ns);
+    if points.is_empty() {
+        return Ok(SealStats::default());
     }
     let points: Vec<Point> = points.into_values().collect();
     if points.len() > MAX_BLOCK_POINTS {
@@ -504,6 +534,7 @@ fn seal_bucket<S: WideColumnStore>(
         buckets: 1,
         points: points.len() as u64,
         rows_removed: removed,
+        bytes_removed,
     })
 }
 

@@ -35,7 +35,7 @@ use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE};
 use crate::model::{Ingested, Point, Record, RejectedRecord};
 use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
-use crate::seal::{block_mutations, block_row, has_block, may_be_sealed};
+use crate::seal::{block_mutations, block_row, bucket_start_ns, has_block, may_be_sealed};
 use crate::store::WideColumnStore;
 use crate::validate::{Merged, Parsed, RecordChecker};
 
@@ -124,6 +124,8 @@ struct RowWrite {
     indexes: Vec<usize>,
     series_len: usize,
     newest_ns: i64,
+    /// Whether the row gets row-form points (not a sealed block's rewrite).
+    row_form: bool,
 }
 
 /// Writes a request's records into a table; they are visible when this returns, and
@@ -260,6 +262,7 @@ pub fn write_records<S: WideColumnStore>(
             indexes: Vec::new(),
             series_len: pl.series_len,
             newest_ns: i64::MIN,
+            row_form: false,
         });
         entry.indexes.extend(&slot.indexes);
         entry.newest_ns = entry.newest_ns.max(cur.time_ns);
@@ -282,6 +285,7 @@ pub fn write_records<S: WideColumnStore>(
             erase_point(&meta.layout, old, &mut entry.mutations);
         }
         write_point(&meta.layout, cur, &mut entry.mutations);
+        entry.row_form = true;
     }
     for key in dirty {
         if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key)) {
@@ -329,6 +333,18 @@ pub fn write_records<S: WideColumnStore>(
         }
     }
     series.raise_all(written);
+    if meta.layout.seal {
+        let row_form = rows
+            .iter()
+            .filter(|(k, w)| w.row_form && !failed.contains_key(k.as_slice()))
+            .map(|(k, w)| {
+                (
+                    &k[..w.series_len],
+                    bucket_start_ns(&meta.layout, w.newest_ns),
+                )
+            });
+        handle.unsealed.written(row_form, now_ns);
+    }
     // 7. Unlock; the caller syncs before it answers.
     drop(guards);
     rejected.sort_by_key(|r| r.index);

@@ -47,10 +47,8 @@ fn pieces(ts: &TimeSeries<EmbeddedStore>, meta: &TableMeta) -> (u64, u64) {
     (buckets, records)
 }
 
-#[test]
-fn tables_without_summaries_get_them_in_their_next_seal_pass() {
-    let dir =
-        Dir(std::env::temp_dir().join(format!("almanac-ts-summaries-{}", std::process::id())));
+fn open(tag: &str) -> (TimeSeries<EmbeddedStore>, Arc<ManualClock>, Dir) {
+    let dir = Dir(std::env::temp_dir().join(format!("almanac-ts-{tag}-{}", std::process::id())));
     let clock = Arc::new(ManualClock::new(NOW_MS * 1000));
     let engine = Arc::new(
         Engine::open(
@@ -65,23 +63,34 @@ fn tables_without_summaries_get_them_in_their_next_seal_pass() {
         .unwrap(),
     );
     let store = EmbeddedStore::new(engine, crate::DEFAULT_INSTANCE);
-    let ts = TimeSeries::open(Arc::new(store), clock).unwrap();
+    let ts = TimeSeries::open(Arc::new(store), clock.clone()).unwrap();
     ts.create_database("devops", None).unwrap();
     ts.create_table("devops", "cpu", NewTable::default())
         .unwrap();
-    let records: Vec<Record> = (0..600)
+    (ts, clock, dir)
+}
+
+/// `n` readings of three hosts every 20 s from `start_ms`.
+fn write(ts: &TimeSeries<EmbeddedStore>, start_ms: i64, n: i64) {
+    let records: Vec<Record> = (0..n)
         .map(|i| {
             Record::multi(
                 vec![Dimension::new("host", format!("h{}", i % 3))],
                 "cpu",
                 vec![MeasureValue::new("user", format!("{i}.5"), "DOUBLE")],
-                NOW_MS - 5 * 3_600_000 + i * 20_000,
+                start_ms + i * 20_000,
             )
         })
         .collect();
     for chunk in records.chunks(100) {
         ts.write_records("devops", "cpu", None, chunk).unwrap();
     }
+}
+
+#[test]
+fn tables_without_summaries_get_them_in_their_next_seal_pass() {
+    let (ts, _clock, _dir) = open("summaries");
+    write(&ts, NOW_MS - 5 * 3_600_000, 600);
     assert!(ts.seal("devops", "cpu").unwrap().buckets > 0);
     let handle = ts.catalog.table("devops", "cpu").unwrap();
     let (buckets, total) = pieces(&ts, &handle.meta());
@@ -124,4 +133,31 @@ fn tables_without_summaries_get_them_in_their_next_seal_pass() {
     ts.seal("devops", "cpu").unwrap();
     assert!(handle.meta().summarized);
     assert_eq!(pieces(&ts, &handle.meta()), (buckets, 600));
+}
+
+/// A background pass seals the closed buckets nobody wrote in the last minute, finds
+/// them without walking the table, and leaves nothing behind to look at again.
+#[test]
+fn a_background_pass_seals_only_buckets_left_alone() {
+    let (ts, clock, _dir) = open("quiet");
+    let handle = ts.catalog.table("devops", "cpu").unwrap();
+    // Two closed hours of three hosts (the first reading is on an hour boundary).
+    let start_ms = NOW_MS - NOW_MS % 3_600_000 - 4 * 3_600_000;
+    write(&ts, start_ms, 360);
+    assert_eq!(handle.unsealed.len(), 6);
+    assert_eq!(ts.seal_all_quiet().unwrap().buckets, 0, "written just now");
+    clock.advance(SEAL_QUIET_NS / 1000 + 1_000_000);
+    let sealed = ts.seal_all_quiet().unwrap();
+    assert_eq!((sealed.buckets, sealed.points), (6, 360));
+    assert_eq!(handle.unsealed.len(), 0);
+    assert_eq!(ts.seal_all_quiet().unwrap(), SealStats::default());
+    // A late point into a sealed hour rewrites its block: nothing to seal later.
+    write(&ts, start_ms + 1_000, 1);
+    assert_eq!(handle.unsealed.len(), 0);
+    // A point in a closed hour not sealed yet is found by the next quiet pass.
+    write(&ts, start_ms + 2 * 3_600_000, 1);
+    assert_eq!(handle.unsealed.len(), 1);
+    clock.advance(SEAL_QUIET_NS / 1000 + 1_000_000);
+    assert_eq!(ts.seal_all_quiet().unwrap().buckets, 1);
+    assert_eq!(pieces(&ts, &handle.meta()).1, 362);
 }
