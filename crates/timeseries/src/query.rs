@@ -418,45 +418,58 @@ pub fn scan_columns<S: WideColumnStore>(
     let mut stats = ScanStats::default();
     let now_us = store.now_us();
     let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
-    let bucketed = meta.layout.pattern.is_bucketed();
     scan_rows(store, meta, sel, filter(meta, sel), &mut |row| {
         count_row(&mut stats, &row);
-        let block = row
-            .cells
-            .iter()
-            .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty());
-        let Some(cell) = block.filter(|_| row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY))
-        else {
-            let mut visit_point = |p| visit(Chunk::Point(p));
-            return visit_points(meta, sel, &row, now_us, &mut stats, &mut visit_point);
-        };
-        let parts = keys::decode(&row.key, bucketed, meta.layout.reverse_time)?;
-        let dimensions = dimensions_of(&meta.schema, &parts);
-        if !selects_series(sel, &parts.measure, &dimensions) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let multi = is_multi(meta, &parts.measure)?;
-        let keep = |name: &str| {
-            sel.project
-                .as_ref()
-                .is_none_or(|p| p.iter().any(|a| a == name))
-        };
-        let columns = decode_block_columns(&cell.value, multi, &keep)?;
-        let times = &columns.times_ns;
-        let lo = times.partition_point(|&t| t < sel.start_ns || cell_ts_us(t) < horizon_us);
-        let hi = times.partition_point(|&t| t < sel.end_ns);
-        if lo >= hi {
-            return Ok(ControlFlow::Continue(()));
-        }
-        stats.points += (hi - lo) as u64;
-        Ok(visit(Chunk::Block {
-            measure_name: parts.measure,
-            dimensions,
-            columns,
-            range: lo..hi,
-        }))
+        visit_chunks(meta, sel, &row, now_us, horizon_us, &mut stats, &mut *visit)
     })?;
     Ok(stats)
+}
+
+/// One row for [`scan_columns`]: its sealed block as columns (when the row holds only
+/// the block), else its points one by one.
+fn visit_chunks(
+    meta: &TableMeta,
+    sel: &Selection,
+    row: &Row,
+    now_us: i64,
+    horizon_us: i64,
+    stats: &mut ScanStats,
+    visit: &mut dyn FnMut(Chunk) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>> {
+    let block = row
+        .cells
+        .iter()
+        .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty());
+    let Some(cell) = block.filter(|_| row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY)) else {
+        let mut visit_point = |p| visit(Chunk::Point(p));
+        return visit_points(meta, sel, row, now_us, stats, &mut visit_point);
+    };
+    let layout = &meta.layout;
+    let parts = keys::decode(&row.key, layout.pattern.is_bucketed(), layout.reverse_time)?;
+    let dimensions = dimensions_of(&meta.schema, &parts);
+    if !selects_series(sel, &parts.measure, &dimensions) {
+        return Ok(ControlFlow::Continue(()));
+    }
+    let multi = is_multi(meta, &parts.measure)?;
+    let keep = |name: &str| {
+        sel.project
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|a| a == name))
+    };
+    let columns = decode_block_columns(&cell.value, multi, &keep)?;
+    let times = &columns.times_ns;
+    let lo = times.partition_point(|&t| t < sel.start_ns || cell_ts_us(t) < horizon_us);
+    let hi = times.partition_point(|&t| t < sel.end_ns);
+    if lo >= hi {
+        return Ok(ControlFlow::Continue(()));
+    }
+    stats.points += (hi - lo) as u64;
+    Ok(visit(Chunk::Block {
+        measure_name: parts.measure,
+        dimensions,
+        columns,
+        range: lo..hi,
+    }))
 }
 
 /// One piece of a [`scan_partials`]: a whole sealed bucket by its summary, or a point.
@@ -538,7 +551,9 @@ pub fn scan_partials<S: WideColumnStore>(
                 summary,
             }));
         }
-        // The bucket straddles the window: read the row again, block included.
+        // The bucket straddles the window: read the row again, block included, and
+        // summarize the points inside the window (they share the bucket, so any group
+        // of whole buckets holds all of them).
         let req = ReadRequest {
             rows: RowSet {
                 keys: vec![row.key.to_vec()],
@@ -547,10 +562,33 @@ pub fn scan_partials<S: WideColumnStore>(
             filter: point_filter.clone().map(|f| let_blocks_through(meta, f)),
             ..ReadRequest::default()
         };
-        let mut visit_point = |p| visit(Piece::Point(p));
         let mut whole_row = |row: Row| {
             stats.cells += row.cells.len() as u64;
-            visit_points(meta, sel, &row, now_us, &mut stats, &mut visit_point)
+            let mut visit_chunk = |chunk| match chunk {
+                Chunk::Point(p) => visit(Piece::Point(p)),
+                Chunk::Block {
+                    measure_name,
+                    dimensions,
+                    columns,
+                    range,
+                } => match BlockSummary::of_columns(&columns, range) {
+                    Some(summary) => visit(Piece::Bucket {
+                        measure_name,
+                        dimensions,
+                        summary,
+                    }),
+                    None => ControlFlow::Continue(()),
+                },
+            };
+            visit_chunks(
+                meta,
+                sel,
+                &row,
+                now_us,
+                horizon_us,
+                &mut stats,
+                &mut visit_chunk,
+            )
         };
         read_each(store, meta, req, &mut whole_row)
     })?;

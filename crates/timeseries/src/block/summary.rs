@@ -22,7 +22,9 @@
 
 use super::bits::{ByteReader, put_varint, zigzag};
 use super::columns::{type_code, type_of};
-use super::{BlockPoint, MAX_BLOCK_POINTS};
+use std::ops::Range;
+
+use super::{BlockColumns, BlockPoint, ColumnValues, MAX_BLOCK_POINTS};
 use crate::error::{Error, Result};
 use crate::model::{MeasureType, Measures, Value};
 
@@ -165,6 +167,52 @@ impl BlockSummary {
             points: points.len() as u64,
             first_ns: first.time_ns,
             last_ns: last.time_ns,
+            columns,
+        })
+    }
+
+    /// The summary of the points `range` of a decoded block (the columns it kept);
+    /// `None` when the range is empty.
+    pub fn of_columns(block: &BlockColumns, range: Range<usize>) -> Option<Self> {
+        let times = block.times_ns.get(range.clone())?;
+        let (first, last) = (*times.first()?, *times.last()?);
+        let columns = block
+            .columns
+            .iter()
+            .filter_map(|c| {
+                // The values of the points in `range`: a contiguous run of `values`.
+                let values = match &c.points {
+                    None => range.clone(),
+                    Some(points) => {
+                        let lo = points.partition_point(|&p| (p as usize) < range.start);
+                        let hi = points.partition_point(|&p| (p as usize) < range.end);
+                        lo..hi
+                    }
+                };
+                let mut summary = ColumnSummary {
+                    name: c.name.clone(),
+                    kind: c.values.kind(),
+                    count: 0,
+                    stats: None,
+                };
+                match &c.values {
+                    ColumnValues::Double(v) => v
+                        .get(values)?
+                        .iter()
+                        .for_each(|x| summary.add(&Value::Double(*x))),
+                    ColumnValues::Bigint(v) => v
+                        .get(values)?
+                        .iter()
+                        .for_each(|x| summary.add(&Value::Bigint(*x))),
+                    other => summary.count = values.len().min(other.len()) as u64,
+                }
+                (summary.count > 0).then_some(summary)
+            })
+            .collect();
+        Some(Self {
+            points: times.len() as u64,
+            first_ns: first,
+            last_ns: last,
             columns,
         })
     }
@@ -362,6 +410,39 @@ mod tests {
         );
         assert_eq!(BlockSummary::decode(&s.encode()).expect("decodes"), s);
         assert!(BlockSummary::of(&[]).is_none());
+    }
+
+    /// The summary of a slice of decoded columns is the summary of those points.
+    #[test]
+    fn summaries_of_column_slices_match_summaries_of_points() {
+        let points: Vec<BlockPoint> = (0..50i64)
+            .map(|i| {
+                let mut values = vec![("a", Value::Double(((i * 37) % 11) as f64 - 3.5))];
+                if i % 3 == 0 {
+                    values.push(("b", Value::Bigint(i * i - 400)));
+                }
+                if i % 7 == 0 {
+                    values.push(("c", Value::Varchar(format!("v{i}"))));
+                }
+                point(i * 10, &values)
+            })
+            .collect();
+        let bytes = super::super::encode_block(&points, true).expect("encodes");
+        let columns = super::super::decode_block_columns(&bytes, true, &|_| true).expect("decodes");
+        for (lo, hi) in [(0, 50), (0, 1), (3, 4), (5, 33), (21, 50), (49, 50)] {
+            let got = BlockSummary::of_columns(&columns, lo..hi).expect("points");
+            let want = BlockSummary::of(&points[lo..hi]).expect("points");
+            let mut got_cols = got.columns.clone();
+            let mut want_cols = want.columns.clone();
+            got_cols.sort_by(|x, y| x.name.cmp(&y.name));
+            want_cols.sort_by(|x, y| x.name.cmp(&y.name));
+            assert_eq!(got_cols, want_cols, "{lo}..{hi}");
+            assert_eq!(
+                (got.points, got.first_ns, got.last_ns),
+                (want.points, want.first_ns, want.last_ns)
+            );
+        }
+        assert!(BlockSummary::of_columns(&columns, 7..7).is_none());
     }
 
     /// Every truncation and every single-byte change of a summary decodes or fails
