@@ -53,7 +53,7 @@ def server(almanac_bin, tmp_path_factory):
         almanac_bin,
         data_dir=tmp_path_factory.mktemp("almanac-data"),
         log_dir=tmp_path_factory.mktemp("almanac-logs"),
-        extra_args=("--seal-secs", "1"),
+        extra_args=("--seal-secs", "1", "--seal-quiet-secs", "0"),
     )
     srv.start()
     with emulator_env(srv.host):  # the clients read it when they are constructed

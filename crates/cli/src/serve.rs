@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use almanac_engine::Durability;
-use almanac_server::node::{DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
+use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
 use almanac_server::{Node, NodeConfig};
 use almanac_timeseries::DEFAULT_INSTANCE;
 use anyhow::Context;
@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// compressed blocks (0: never).
     #[arg(long, default_value_t = DEFAULT_SEAL_SECS)]
     seal_secs: u64,
+    /// Seconds a closed bucket must go unwritten before a pass seals it (so a
+    /// historical backfill is not sealed while it is still being written).
+    #[arg(long, default_value_t = DEFAULT_SEAL_QUIET_SECS)]
+    seal_quiet_secs: u64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -45,6 +49,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         durability: args.fsync,
         sweep_interval: Duration::from_secs(args.sweep_secs),
         seal_interval: (args.seal_secs > 0).then(|| Duration::from_secs(args.seal_secs)),
+        seal_quiet: Duration::from_secs(args.seal_quiet_secs),
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

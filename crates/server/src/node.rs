@@ -38,6 +38,10 @@ use crate::{Bound, ServeError};
 pub const DEFAULT_SWEEP_SECS: u64 = 60;
 /// Default seconds between passes that seal closed time-series buckets into blocks.
 pub const DEFAULT_SEAL_SECS: u64 = 60;
+/// Default seconds a closed bucket must go unwritten before a background pass seals it:
+/// a backfill keeps writing the hour it is loading, and sealing that hour under it
+/// would make each later write rewrite the block (the TSBS day loaded 6.5x slower).
+pub const DEFAULT_SEAL_QUIET_SECS: u64 = 60;
 
 /// What a node opens and where it listens.
 #[derive(Clone)]
@@ -54,6 +58,8 @@ pub struct NodeConfig {
     pub sweep_interval: Duration,
     /// Time between seal passes; `None` never seals in the background.
     pub seal_interval: Option<Duration>,
+    /// How long a closed bucket must go unwritten before a background pass seals it.
+    pub seal_quiet: Duration,
     /// Where warnings about recommended limits go; `None` drops them.
     pub on_warning: Option<WarningSink>,
 }
@@ -69,6 +75,7 @@ impl NodeConfig {
             durability: Durability::Sync,
             sweep_interval: Duration::from_secs(DEFAULT_SWEEP_SECS),
             seal_interval: Some(Duration::from_secs(DEFAULT_SEAL_SECS)),
+            seal_quiet: Duration::from_secs(DEFAULT_SEAL_QUIET_SECS),
             on_warning: None,
         }
     }
@@ -84,6 +91,7 @@ pub struct Node {
     timestream: TcpListener,
     timestream_addr: SocketAddr,
     seal_interval: Option<Duration>,
+    seal_quiet: Duration,
 }
 
 impl Node {
@@ -97,6 +105,7 @@ impl Node {
             durability,
             sweep_interval,
             seal_interval,
+            seal_quiet,
             on_warning,
         } = config;
         let options = Options {
@@ -130,6 +139,7 @@ impl Node {
             timestream,
             timestream_addr,
             seal_interval,
+            seal_quiet,
         })
     }
 
@@ -154,6 +164,7 @@ impl Node {
             self.engine.clone(),
             self.ts.clone(),
             self.seal_interval,
+            self.seal_quiet,
             stop_rx.clone(),
         ));
         let http = tokio::spawn(crate::timestream::serve(
@@ -206,14 +217,15 @@ const COMPACT_WHEN_DELETED_FRACTION: u64 = 4;
 /// and retried at the next interval.
 ///
 /// A seal deletes the row-form cells of its buckets, and each deletion leaves a marker
-/// that every read of the range walks until a compaction drops it (a sealed TSBS day
-/// read 20× slower through them; docs/benchmarks.md). So once the row-form bytes
+/// that every read of the range walks until a compaction drops it (double-groupby-1 on
+/// a sealed TSBS day took 4.5× longer through them; docs/benchmarks.md). So once the row-form bytes
 /// deleted since the last compaction make up a quarter of the store, the engine
 /// flushes and compacts after the pass, which also empties the journal.
 async fn seal_periodically(
     engine: Engine,
     ts: Arc<TimeSeries<EmbeddedStore>>,
     interval: Option<Duration>,
+    quiet: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let Some(interval) = interval else {
@@ -228,7 +240,7 @@ async fn seal_periodically(
         let ts = ts.clone();
         let engine = engine.clone();
         let pass = tokio::task::spawn_blocking(move || {
-            let sealed = ts.seal_all_quiet()?;
+            let sealed = ts.seal_all_quiet(quiet)?;
             let deleted = deleted_bytes.saturating_add(sealed.bytes_removed);
             let store = engine
                 .disk_space()

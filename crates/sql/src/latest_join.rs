@@ -89,9 +89,8 @@ fn projected(p: &Projection, name: &str) -> Option<String> {
     }
 }
 
-/// The column of a filter, without its table qualifier (the two sides name the table
-/// differently).
-fn unqualified(e: Expr) -> Expr {
+/// A filter without its table qualifiers (the two sides name the table differently).
+fn unqualified(e: Expr) -> Option<Expr> {
     e.transform(|e| match e {
         Expr::Column(mut c) => {
             c.relation = None;
@@ -99,27 +98,30 @@ fn unqualified(e: Expr) -> Expr {
         }
         other => Ok(Transformed::no(other)),
     })
-    .map_or_else(
-        |_| Expr::Literal(datafusion::common::ScalarValue::Null, None),
-        |t| t.data,
-    )
+    .ok()
+    .map(|t| t.data)
 }
 
-/// Walks down from `plan` through filters, aliases and plain-column projections,
-/// following the column `name`; stops at the first other node, with the name there.
+/// Walks down from `plan` through filters, aliases and projections, following the
+/// column `name` (a plain column in every projection); stops at the first other node,
+/// with the name there. A filter above a projection is refused: it could name a
+/// computed column, which the other side may define differently.
 fn descend<'p>(
     mut plan: &'p LogicalPlan,
     name: &str,
     filters: &mut Vec<Expr>,
 ) -> Option<(&'p LogicalPlan, String)> {
     let mut name = name.to_string();
+    let mut filtered = false;
     loop {
         match plan {
             LogicalPlan::Filter(f) => {
                 filters.extend(split_conjunction(&f.predicate).into_iter().cloned());
+                filtered = true;
                 plan = &f.input;
             }
             LogicalPlan::SubqueryAlias(a) => plan = &a.input,
+            LogicalPlan::Projection(_) if filtered => return None,
             LogicalPlan::Projection(p) => {
                 name = projected(p, &name)?;
                 plan = &p.input;
@@ -147,7 +149,10 @@ fn source(plan: &LogicalPlan, column: &str) -> Option<(Source, Column)> {
     filters.extend(scan.filters.iter().flat_map(split_conjunction).cloned());
     let source = Source {
         table: table.clone(),
-        filters: filters.into_iter().map(unqualified).collect(),
+        filters: filters
+            .into_iter()
+            .map(unqualified)
+            .collect::<Option<_>>()?,
     };
     Some((source, col))
 }

@@ -10,14 +10,12 @@
 //! time filter that holds for every point of the bucket holds for the row, and a bin
 //! of whole buckets puts it where its points belong).
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use almanac_timeseries::block::{BlockSummary, Stats};
 use almanac_timeseries::model::{MeasureType, Value};
 use almanac_timeseries::query::{Piece, Selection, scan_partials};
 use async_trait::async_trait;
-use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::datasource::{TableProvider, TableType};
@@ -27,7 +25,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
 use crate::series::{Column, SeriesTable, arrow_type, value_of};
-use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
+use crate::source::{Batches, Producer, Sink, scan_plan};
 
 /// One partial-aggregate column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -206,64 +204,33 @@ impl PartialsScan {
 
 impl Producer for PartialsScan {
     fn produce(&self, sink: &Sink) -> crate::Result<()> {
-        let new_builders = || -> Vec<Builder> {
-            self.outputs
-                .iter()
-                .map(|o| match o {
-                    Output::Key(c) => Builder::new(c),
-                    Output::Partial(p) => Builder::of(p.kind()),
-                })
-                .collect()
-        };
-        let finish = |builders: &mut Vec<Builder>, rows: usize| {
-            let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
-            crate::source::batch(&self.schema, arrays, rows)
-        };
-        let mut builders = new_builders();
-        let mut rows = 0usize;
-        let mut failure = None;
-        let mut stopped = false;
-        let table = self.base.meta();
+        let builders = self
+            .outputs
+            .iter()
+            .map(|o| match o {
+                Output::Key(c) => Builder::new(c),
+                Output::Partial(p) => Builder::of(p.kind()),
+            })
+            .collect();
+        let mut out = Batches::new(sink, self.schema.clone(), builders);
         for selection in &self.selections {
             let stats = scan_partials(
                 self.base.service().store().as_ref(),
-                table,
+                self.base.meta(),
                 selection,
                 &mut |piece| {
-                    self.append(&mut builders, &piece);
-                    rows += 1;
-                    if rows == BATCH_ROWS {
-                        match finish(&mut builders, rows) {
-                            Ok(b) => {
-                                if !sink.send(b) {
-                                    stopped = true;
-                                    return ControlFlow::Break(());
-                                }
-                                rows = 0;
-                            }
-                            Err(e) => {
-                                failure = Some(e);
-                                return ControlFlow::Break(());
-                            }
-                        }
-                    }
-                    ControlFlow::Continue(())
+                    self.append(&mut out.builders, &piece);
+                    out.appended(1)
                 },
             )?;
             self.base
                 .counters()
                 .add(stats.rows, stats.cells, stats.points);
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            if stopped {
-                return Ok(());
+            if out.stop.is_some() {
+                break;
             }
         }
-        if rows > 0 {
-            sink.send(finish(&mut builders, rows)?);
-        }
-        Ok(())
+        out.finish()
     }
 }
 

@@ -15,9 +15,7 @@ use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
 use almanac_timeseries::query::{self, Chunk, Selection};
 use almanac_timeseries::{DimensionPair, EmbeddedStore, TableMeta, TimeSeries};
 use async_trait::async_trait;
-use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::{TableProvider, TableType};
@@ -26,7 +24,7 @@ use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProvide
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
-use crate::source::{BATCH_ROWS, Producer, Sink, scan_plan};
+use crate::source::{Batches, Producer, Sink, scan_plan};
 use crate::stats::ScanCounters;
 
 /// The measure-name column.
@@ -434,26 +432,18 @@ impl SeriesScan {
             }
         }
     }
-
-    fn batch(&self, builders: &mut [Builder], rows: usize) -> crate::Result<RecordBatch> {
-        let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
-        crate::source::batch(&self.schema, arrays, rows)
-    }
 }
 
 impl Producer for SeriesScan {
     fn produce(&self, sink: &Sink) -> crate::Result<()> {
-        let mut builders: Vec<Builder> = self.columns.iter().map(Builder::new).collect();
-        let mut rows = 0usize;
-        let mut total = 0usize;
-        let mut failure = None;
-        let mut stopped = false;
+        let builders = self.columns.iter().map(Builder::new).collect();
+        let mut out = Batches::new(sink, self.schema.clone(), builders);
         for selection in &self.selections {
             let store = self.ts.store().as_ref();
             let mut each = |chunk: Chunk| {
                 let n = match &chunk {
                     Chunk::Point(p) => {
-                        self.append(&mut builders, p);
+                        self.append(&mut out.builders, p);
                         1
                     }
                     Chunk::Block {
@@ -462,29 +452,12 @@ impl Producer for SeriesScan {
                         columns,
                         range,
                     } => {
-                        self.append_block(&mut builders, measure_name, dimensions, columns, range);
+                        let b = &mut out.builders;
+                        self.append_block(b, measure_name, dimensions, columns, range);
                         range.len()
                     }
                 };
-                rows += n;
-                total += n;
-                if rows >= BATCH_ROWS {
-                    match self.batch(&mut builders, rows) {
-                        Ok(b) => {
-                            if !sink.send(b) {
-                                stopped = true;
-                                return ControlFlow::Break(());
-                            }
-                        }
-                        Err(e) => {
-                            failure = Some(e);
-                            return ControlFlow::Break(());
-                        }
-                    }
-                    rows = 0;
-                }
-                if self.limit.is_some_and(|l| total >= l) {
-                    stopped = true;
+                if out.appended(n).is_break() || self.limit.is_some_and(|l| out.total >= l) {
                     return ControlFlow::Break(());
                 }
                 ControlFlow::Continue(())
@@ -501,17 +474,11 @@ impl Producer for SeriesScan {
                 query::scan_columns(store, &self.meta, selection, &mut each)?
             };
             self.counters.add(stats.rows, stats.cells, stats.points);
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            if stopped {
+            if out.stop.is_some() || self.limit.is_some_and(|l| out.total >= l) {
                 break;
             }
         }
-        if rows > 0 {
-            sink.send(self.batch(&mut builders, rows)?);
-        }
-        Ok(())
+        out.finish()
     }
 }
 

@@ -4,6 +4,7 @@
 //! loading the table, and stops when the query drops the stream (LIMIT, cancel).
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use datafusion::arrow::array::ArrayRef;
@@ -14,6 +15,8 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+
+use crate::builder::Builder;
 
 /// Rows per record batch.
 pub const BATCH_ROWS: usize = 8192;
@@ -39,6 +42,72 @@ pub fn batch(schema: &SchemaRef, arrays: Vec<ArrayRef>, rows: usize) -> crate::R
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
         .map_err(|e| crate::Error::Execution(e.to_string()))
+}
+
+/// Rows appended to column builders, sent to a [`Sink`] in batches of about
+/// [`BATCH_ROWS`]: what both providers' producers fill.
+pub struct Batches<'s> {
+    sink: &'s Sink,
+    schema: SchemaRef,
+    /// One builder per column of `schema`.
+    pub builders: Vec<Builder>,
+    rows: usize,
+    /// Rows appended in all.
+    pub total: usize,
+    /// Why the producer must stop: an error building a batch, or `None` when the query
+    /// wants no more rows.
+    pub stop: Option<Option<crate::Error>>,
+}
+
+impl<'s> Batches<'s> {
+    /// Empty batches of `schema` (with `builders` for its columns) into `sink`.
+    pub fn new(sink: &'s Sink, schema: SchemaRef, builders: Vec<Builder>) -> Self {
+        Self {
+            sink,
+            schema,
+            builders,
+            rows: 0,
+            total: 0,
+            stop: None,
+        }
+    }
+
+    fn flush(&mut self) -> crate::Result<bool> {
+        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
+        let rows = std::mem::take(&mut self.rows);
+        Ok(self.sink.send(batch(&self.schema, arrays, rows)?))
+    }
+
+    /// Counts `n` rows just appended to the builders; sends a batch when there are
+    /// enough. `Break` when the producer must stop ([`Batches::stop`] says why).
+    pub fn appended(&mut self, n: usize) -> ControlFlow<()> {
+        self.rows += n;
+        self.total += n;
+        if self.rows < BATCH_ROWS {
+            return ControlFlow::Continue(());
+        }
+        match self.flush() {
+            Ok(true) => ControlFlow::Continue(()),
+            Ok(false) => {
+                self.stop = Some(None);
+                ControlFlow::Break(())
+            }
+            Err(e) => {
+                self.stop = Some(Some(e));
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// Sends what is left, unless the producer stopped; the error that stopped it.
+    pub fn finish(mut self) -> crate::Result<()> {
+        match self.stop.take() {
+            Some(Some(e)) => Err(e),
+            Some(None) => Ok(()),
+            None if self.rows > 0 => self.flush().map(|_| ()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Fills a [`Sink`] from storage, on a blocking thread.

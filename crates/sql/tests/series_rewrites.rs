@@ -225,8 +225,27 @@ fn queries() -> Vec<(String, bool)> {
             "SELECT count(*), sum(usage_user) FROM {t} WHERE hostname = 'nobody'".into(),
             true,
         ),
-        // Not whole buckets: by minute, a filter on a measure, DISTINCT, a time filter
-        // the scan does not capture.
+        // A window inside one bucket: only an edge bucket, summarized from its columns.
+        (
+            format!(
+                "SELECT measure_name, count(*), sum(measure_value::double), \
+                 max(measure_value::bigint), avg(usage_user) FROM {{t}} \
+                 WHERE time >= from_milliseconds({}) AND time < from_milliseconds({}) \
+                 GROUP BY measure_name",
+                ALIGNED.0 + 60_000,
+                ALIGNED.0 + 540_000
+            ),
+            true,
+        ),
+        // Not whole buckets: rows, by minute, a filter on a measure, DISTINCT, a time
+        // filter the scan does not capture.
+        (
+            format!(
+                "SELECT hostname, measure_name, time, measure_value::double, \
+                 measure_value::bigint, usage_system FROM {{t}} WHERE {inside}"
+            ),
+            false,
+        ),
         (
             "SELECT bin(time, 1m), max(usage_user) FROM {t} GROUP BY 1".into(),
             false,

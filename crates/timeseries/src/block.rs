@@ -234,11 +234,14 @@ pub fn decode_block_keeping(
 
 /// Decodes a block column by column, only the attributes whose names `keep` accepts
 /// (the others are skipped without decoding); `multi` must be what it was encoded with.
+/// A single-value block keeps its one column whatever `keep` says.
 pub fn decode_block_columns(
     bytes: &[u8],
     multi: bool,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<BlockColumns> {
+    let keep_all = |_: &str| true;
+    let keep: &dyn Fn(&str) -> bool = if multi { keep } else { &keep_all };
     decode::decode_parts(bytes, multi, keep).map(|(columns, _, _)| columns)
 }
 

@@ -260,9 +260,9 @@ impl<S: WideColumnStore> TimeSeries<S> {
     }
 
     /// What a background pass does: [`TimeSeries::seal_all`], but only buckets no write
-    /// has touched for [`seal::SEAL_QUIET_NS`] (a backfill is not sealed under itself).
-    pub fn seal_all_quiet(&self) -> Result<seal::SealStats> {
-        self.seal_all_after(seal::SEAL_QUIET_NS)
+    /// has touched for `quiet` (a backfill is not sealed under itself).
+    pub fn seal_all_quiet(&self, quiet: std::time::Duration) -> Result<seal::SealStats> {
+        self.seal_all_after(i64::try_from(quiet.as_nanos()).unwrap_or(i64::MAX))
     }
 
     fn seal_all_after(&self, quiet_ns: i64) -> Result<seal::SealStats> {

@@ -27,7 +27,8 @@
 //! 1. Take the buckets with row-form points from the table's unsealed set
 //!    ([`crate::unsealed`], kept by the write path; the first pass after an open walks
 //!    the table's keys once to fill it); a bucket is due when it ended
-//!    [`SEAL_DELAY_NS`] ago and has not been written for [`SEAL_QUIET_NS`].
+//!    [`SEAL_DELAY_NS`] ago and (in a background pass) has not been written for a
+//!    while (`serve --seal-quiet-secs`).
 //! 2. Raise the table's [`TableMeta::sealed_before_ns`] to that cutoff (persisted in
 //!    the catalog) before sealing anything: writers look for a block only in buckets
 //!    ending by then, so a backfill of fresh buckets costs no extra read.
@@ -67,10 +68,6 @@ use crate::store::WideColumnStore;
 /// drift that much) still land as rows; later ones rewrite the block.
 pub const SEAL_DELAY_NS: i64 = 10 * 60 * 1_000_000_000;
 const NS_PER_SEC: i64 = 1_000_000_000;
-/// How long a closed bucket must go unwritten before a pass seals it: a backfill keeps
-/// writing the hour it is loading, and sealing that hour under it would make each
-/// later write rewrite the block (the TSBS day loaded 6.5x slower that way).
-pub const SEAL_QUIET_NS: i64 = 60 * NS_PER_SEC;
 /// Qualifier of a block's summary cell in family `b` (the block's own is empty).
 pub const SUMMARY_QUALIFIER: &[u8] = b"s";
 /// A bucket whose block would be larger than this stays in rows: a late write rewrites

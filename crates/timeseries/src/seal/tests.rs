@@ -16,6 +16,8 @@ use crate::{NewTable, TimeSeries};
 
 /// 2023-11-14T22:13:20Z.
 const NOW_MS: i64 = 1_700_000_000_000;
+/// The quiet time of the background passes here.
+const QUIET: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct Dir(std::path::PathBuf);
 
@@ -145,19 +147,23 @@ fn a_background_pass_seals_only_buckets_left_alone() {
     let start_ms = NOW_MS - NOW_MS % 3_600_000 - 4 * 3_600_000;
     write(&ts, start_ms, 360);
     assert_eq!(handle.unsealed.len(), 6);
-    assert_eq!(ts.seal_all_quiet().unwrap().buckets, 0, "written just now");
-    clock.advance(SEAL_QUIET_NS / 1000 + 1_000_000);
-    let sealed = ts.seal_all_quiet().unwrap();
+    assert_eq!(
+        ts.seal_all_quiet(QUIET).unwrap().buckets,
+        0,
+        "written just now"
+    );
+    clock.advance(QUIET.as_micros() as i64 + 1_000_000);
+    let sealed = ts.seal_all_quiet(QUIET).unwrap();
     assert_eq!((sealed.buckets, sealed.points), (6, 360));
     assert_eq!(handle.unsealed.len(), 0);
-    assert_eq!(ts.seal_all_quiet().unwrap(), SealStats::default());
+    assert_eq!(ts.seal_all_quiet(QUIET).unwrap(), SealStats::default());
     // A late point into a sealed hour rewrites its block: nothing to seal later.
     write(&ts, start_ms + 1_000, 1);
     assert_eq!(handle.unsealed.len(), 0);
     // A point in a closed hour not sealed yet is found by the next quiet pass.
     write(&ts, start_ms + 2 * 3_600_000, 1);
     assert_eq!(handle.unsealed.len(), 1);
-    clock.advance(SEAL_QUIET_NS / 1000 + 1_000_000);
-    assert_eq!(ts.seal_all_quiet().unwrap().buckets, 1);
+    clock.advance(QUIET.as_micros() as i64 + 1_000_000);
+    assert_eq!(ts.seal_all_quiet(QUIET).unwrap().buckets, 1);
     assert_eq!(pieces(&ts, &handle.meta()).1, 362);
 }
