@@ -17,9 +17,10 @@
 //!     ← the same Filters and aliases ← TableScan(its partials, crate::partials)
 //! ```
 //!
-//! where each partials row is a whole bucket (by its summary) or one point, and the
-//! finals re-aggregate the partials: `max` of maxima, `min` of minima, `sum` of sums,
-//! `count` as the sum of counts, `avg` as the sum of sums over the sum of counts.
+//! where each partials row is a sealed bucket's points in the window (by their
+//! summary) or one row-form point, and the finals re-aggregate the partials: `max` of
+//! maxima, `min` of minima, `sum` of sums, `count` as the sum of counts, `avg` as the
+//! sum of sums over the sum of counts.
 //!
 //! It applies only when that gives the same answer (otherwise the plan is left alone):
 //! - the table seals and all its blocks have summaries;

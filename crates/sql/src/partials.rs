@@ -2,13 +2,14 @@
 //! [`crate::bucket_aggregates`] reads instead of the points when an aggregate's groups
 //! are whole buckets.
 //!
-//! A row is either a sealed bucket whose every point is in the selection (its
-//! summary: record count, first and last time, and per measure column the count,
-//! sum, minimum and maximum of its values), or one point outside such buckets (the
-//! same columns over that one point). The key columns are those of the flat model:
-//! the dimensions, `measure_name`, and `time` (a bucket's first point's time, so a
-//! time filter that holds for every point of the bucket holds for the row, and a bin
-//! of whole buckets puts it where its points belong).
+//! A row is a sealed bucket's points inside the selection (the bucket's stored
+//! summary when all of them are, else a summary of the decoded part inside the time
+//! window: record count, first and last time, and per measure column the count, sum,
+//! minimum and maximum of its values), or one row-form point (the same columns over
+//! that one point). The key columns are those of the flat model: the dimensions,
+//! `measure_name`, and `time` (the first summarized point's time, so a time filter
+//! that holds for every summarized point holds for the row, and a bin of whole buckets
+//! puts it where its points belong).
 
 use std::sync::Arc;
 

@@ -475,7 +475,8 @@ fn visit_chunks(
 /// One piece of a [`scan_partials`]: a whole sealed bucket by its summary, or a point.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Piece {
-    /// A sealed bucket whose every point is selected, by its summary.
+    /// The selected points of a sealed bucket, by their summary (the stored one when
+    /// every point of the bucket is selected).
     Bucket {
         /// The series' measure name.
         measure_name: String,
@@ -489,13 +490,14 @@ pub enum Piece {
 }
 
 /// What an aggregate over whole buckets needs, cheaply: each sealed bucket whose every
-/// point is inside the selection's time window comes as its summary, every other
-/// selected point as itself, in key order.
+/// point is inside the selection's time window comes as its stored summary, a sealed
+/// bucket that straddles the window's edge (or whose oldest points retention has
+/// collected) as a summary of its selected points, and every row-form point as
+/// itself, in key order.
 ///
 /// Rows are read with the block cells left out and the summaries let through; a
-/// bucket that straddles the window's edge (or whose oldest points retention has
-/// collected) is read again whole and decoded. Tables not yet
-/// [`TableMeta::summarized`] give points only.
+/// straddling bucket is read again whole and its block decoded column by column.
+/// Tables not yet [`TableMeta::summarized`] give points only.
 pub fn scan_partials<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
