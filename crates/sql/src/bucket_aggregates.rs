@@ -264,6 +264,12 @@ fn final_of(table: &SeriesTable, e: &Expr) -> Option<Final> {
     }
 }
 
+/// The column `name` of `plan`'s output, with its qualifier.
+fn column_in(plan: &LogicalPlan, name: &str) -> DfResult<Expr> {
+    let (q, _) = plan.schema().qualified_field_with_unqualified_name(name)?;
+    Ok(Expr::Column(DfColumn::new(q.cloned(), name)))
+}
+
 /// The rewritten plan, or `None` when the rule does not apply.
 fn rewrite(agg: &Aggregate) -> DfResult<Option<LogicalPlan>> {
     let Some((wrappers, scan)) = wrappers(&agg.input) else {
@@ -360,23 +366,14 @@ fn rewrite(agg: &Aggregate) -> DfResult<Option<LogicalPlan>> {
                     })
                     .collect();
                 for p in &partials {
-                    let (q, _) = input
-                        .schema()
-                        .qualified_field_with_unqualified_name(&p.name())?;
-                    exprs.push(Expr::Column(DfColumn::new(q.cloned(), p.name())));
+                    exprs.push(column_in(&input, &p.name())?);
                 }
                 LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(input))?)
             }
         };
     }
 
-    let partial_column = |p: &Partial| -> DfResult<Expr> {
-        let name = p.name();
-        let (q, _) = input
-            .schema()
-            .qualified_field_with_unqualified_name(&name)?;
-        Ok(Expr::Column(DfColumn::new(q.cloned(), name)))
-    };
+    let partial_column = |p: &Partial| column_in(&input, &p.name());
     let output = |name: &str| Expr::Column(DfColumn::new_unqualified(name));
     let mut aggs = Vec::new();
     let mut outs = Vec::new();

@@ -30,7 +30,7 @@ use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{DimensionPair, Measures, Point};
 use crate::rows::{cell_ts_us, decode_row, decode_row_projected, dimensions_of};
-use crate::seal::{SUMMARY_QUALIFIER, bucket_start_ns, is_multi};
+use crate::seal::{SUMMARY_QUALIFIER, block_cell, bucket_start_ns, is_multi, retention_horizon_us};
 use crate::store::WideColumnStore;
 
 /// Which points to read.
@@ -227,6 +227,18 @@ fn selects_series(sel: &Selection, measure_name: &str, dimensions: &[DimensionPa
             .all(|(n, v)| dimensions.iter().any(|(pn, pv)| pn == n && pv == v))
 }
 
+/// The measure name and dimensions of a row's series, if the selection selects it.
+fn selected_series(
+    meta: &TableMeta,
+    sel: &Selection,
+    key: &[u8],
+) -> Result<Option<(String, Vec<DimensionPair<'static>>)>> {
+    let layout = &meta.layout;
+    let parts = keys::decode(key, layout.pattern.is_bucketed(), layout.reverse_time)?;
+    let dimensions = dimensions_of(&meta.schema, &parts);
+    Ok(selects_series(sel, &parts.measure, &dimensions).then_some((parts.measure, dimensions)))
+}
+
 /// Step 3: whether a decoded point is selected; trims unselected attributes.
 fn keep(sel: &Selection, mut p: Point<'static>) -> Option<Point<'static>> {
     if p.time_ns < sel.start_ns || p.time_ns >= sel.end_ns {
@@ -417,7 +429,7 @@ pub fn scan_columns<S: WideColumnStore>(
     }
     let mut stats = ScanStats::default();
     let now_us = store.now_us();
-    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    let horizon_us = retention_horizon_us(meta, now_us);
     scan_rows(store, meta, sel, filter(meta, sel), &mut |row| {
         count_row(&mut stats, &row);
         visit_chunks(meta, sel, &row, now_us, horizon_us, &mut stats, &mut *visit)
@@ -436,21 +448,15 @@ fn visit_chunks(
     stats: &mut ScanStats,
     visit: &mut dyn FnMut(Chunk) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>> {
-    let block = row
-        .cells
-        .iter()
-        .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty());
-    let Some(cell) = block.filter(|_| row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY)) else {
+    let only_block = row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY);
+    let Some(cell) = block_cell(row).filter(|_| only_block) else {
         let mut visit_point = |p| visit(Chunk::Point(p));
         return visit_points(meta, sel, row, now_us, stats, &mut visit_point);
     };
-    let layout = &meta.layout;
-    let parts = keys::decode(&row.key, layout.pattern.is_bucketed(), layout.reverse_time)?;
-    let dimensions = dimensions_of(&meta.schema, &parts);
-    if !selects_series(sel, &parts.measure, &dimensions) {
+    let Some((measure_name, dimensions)) = selected_series(meta, sel, &row.key)? else {
         return Ok(ControlFlow::Continue(()));
-    }
-    let multi = is_multi(meta, &parts.measure)?;
+    };
+    let multi = is_multi(meta, &measure_name)?;
     let keep = |name: &str| {
         sel.project
             .as_ref()
@@ -465,7 +471,7 @@ fn visit_chunks(
     }
     stats.points += (hi - lo) as u64;
     Ok(visit(Chunk::Block {
-        measure_name: parts.measure,
+        measure_name,
         dimensions,
         columns,
         range: lo..hi,
@@ -509,7 +515,7 @@ pub fn scan_partials<S: WideColumnStore>(
     }
     let mut stats = ScanStats::default();
     let now_us = store.now_us();
-    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    let horizon_us = retention_horizon_us(meta, now_us);
     let point_filter = filter(meta, sel);
     let row_form = RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]"));
     let summaries = RowFilter::ColumnRange {
@@ -524,7 +530,6 @@ pub fn scan_partials<S: WideColumnStore>(
         },
         summaries,
     ]);
-    let bucketed = meta.layout.pattern.is_bucketed();
     scan_rows(store, meta, sel, Some(row_filter), &mut |row| {
         count_row(&mut stats, &row);
         let summary = row
@@ -541,14 +546,12 @@ pub fn scan_partials<S: WideColumnStore>(
             && summary.last_ns < sel.end_ns
             && cell_ts_us(summary.first_ns) >= horizon_us;
         if whole {
-            let parts = keys::decode(&row.key, bucketed, meta.layout.reverse_time)?;
-            let dimensions = dimensions_of(&meta.schema, &parts);
-            if !selects_series(sel, &parts.measure, &dimensions) {
+            let Some((measure_name, dimensions)) = selected_series(meta, sel, &row.key)? else {
                 return Ok(ControlFlow::Continue(()));
-            }
+            };
             stats.points += summary.points;
             return Ok(visit(Piece::Bucket {
-                measure_name: parts.measure,
+                measure_name,
                 dimensions,
                 summary,
             }));

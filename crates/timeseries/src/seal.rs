@@ -50,7 +50,7 @@ use almanac_engine::RowMutations;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
-use almanac_engine::{ReadRequest, Row};
+use almanac_engine::{Cell, ReadRequest, Row};
 
 use crate::block::{
     BlockPoint, BlockSummary, MAX_BLOCK_POINTS, decode_block_keeping, encode_block,
@@ -187,7 +187,7 @@ pub fn decode_block_cell(
     now_us: i64,
     project: Option<&[String]>,
 ) -> Result<Vec<Point<'static>>> {
-    let horizon_us = now_us.saturating_sub(meta.retention.keep_ns() / 1000);
+    let horizon_us = retention_horizon_us(meta, now_us);
     let keep = |name: &str| project.is_none_or(|p| p.iter().any(|a| a == name));
     Ok(decode_block_keeping(value, multi, &keep)?
         .into_iter()
@@ -241,11 +241,22 @@ pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutatio
     Ok(out)
 }
 
-/// Whether a row holds a block cell.
-pub fn has_block(row: &Row) -> bool {
+/// The block cell of a row (family `b`, empty qualifier), if it has one.
+pub fn block_cell(row: &Row) -> Option<&Cell> {
     row.cells
         .iter()
-        .any(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
+        .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
+}
+
+/// Whether a row holds a block cell.
+pub fn has_block(row: &Row) -> bool {
+    block_cell(row).is_some()
+}
+
+/// The oldest cell time (µs) the table's retention keeps at `now_us`: GC's cutoff,
+/// which readers of a live block apply to its points themselves.
+pub fn retention_horizon_us(meta: &TableMeta, now_us: i64) -> i64 {
+    now_us.saturating_sub(meta.retention.keep_ns() / 1000)
 }
 
 /// Gives every block of a table created before summaries existed its summary, each
@@ -293,11 +304,7 @@ fn summarize_blocks<S: WideColumnStore>(
         };
         let mut found = None;
         store.read_rows(&meta.store_table, req, &mut |row| {
-            found = row
-                .cells
-                .iter()
-                .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
-                .map(|c| (c.timestamp_us, c.value.to_vec()));
+            found = block_cell(&row).map(|c| (c.timestamp_us, c.value.to_vec()));
             ControlFlow::Break(())
         })?;
         let Some((ts, value)) = found else { continue };

@@ -22,9 +22,10 @@ struct Inner {
     /// Whether `buckets` lists every bucket with row-form points (false until the first
     /// pass after an open has walked the table).
     known: bool,
-    /// Bucket → the time of its last write (ns, the service clock); `i64::MIN` when
-    /// found by the walk.
-    buckets: HashMap<BucketKey, i64>,
+    /// Series → bucket start → the time of its last write (ns, the service clock);
+    /// `i64::MIN` when found by the walk. Keyed by series first, so a write to a series
+    /// already listed allocates nothing.
+    buckets: HashMap<Vec<u8>, HashMap<i64, i64>>,
 }
 
 impl Unsealed {
@@ -36,12 +37,12 @@ impl Unsealed {
     pub fn written<'a>(&self, buckets: impl IntoIterator<Item = (&'a [u8], i64)>, now_ns: i64) {
         let mut g = self.lock();
         for (series, start) in buckets {
-            match g.buckets.get_mut(&(series.to_vec(), start)) {
-                Some(t) => *t = (*t).max(now_ns),
-                None => {
-                    g.buckets.insert((series.to_vec(), start), now_ns);
-                }
-            }
+            let starts = match g.buckets.get_mut(series) {
+                Some(starts) => starts,
+                None => g.buckets.entry(series.to_vec()).or_default(),
+            };
+            let last = starts.entry(start).or_insert(now_ns);
+            *last = (*last).max(now_ns);
         }
     }
 
@@ -53,8 +54,12 @@ impl Unsealed {
     /// Adds the buckets a walk of the table found, and marks the set complete.
     pub fn found(&self, buckets: impl IntoIterator<Item = BucketKey>) {
         let mut g = self.lock();
-        for b in buckets {
-            g.buckets.entry(b).or_insert(i64::MIN);
+        for (series, start) in buckets {
+            g.buckets
+                .entry(series)
+                .or_default()
+                .entry(start)
+                .or_insert(i64::MIN);
         }
         g.known = true;
     }
@@ -65,8 +70,12 @@ impl Unsealed {
         let mut out: Vec<BucketKey> = g
             .buckets
             .iter()
-            .filter(|((_, start), last)| due(*start, **last))
-            .map(|(k, _)| k.clone())
+            .flat_map(|(series, starts)| {
+                starts
+                    .iter()
+                    .filter(|(start, last)| due(**start, **last))
+                    .map(|(start, _)| (series.clone(), *start))
+            })
             .collect();
         out.sort();
         out
@@ -74,13 +83,19 @@ impl Unsealed {
 
     /// Forgets a bucket (sealed, or left in rows for good).
     pub fn remove(&self, series: &[u8], start: i64) {
-        self.lock().buckets.remove(&(series.to_vec(), start));
+        let mut g = self.lock();
+        if let Some(starts) = g.buckets.get_mut(series) {
+            starts.remove(&start);
+            if starts.is_empty() {
+                g.buckets.remove(series);
+            }
+        }
     }
 
     /// Buckets listed.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.lock().buckets.len()
+        self.lock().buckets.values().map(HashMap::len).sum()
     }
 }
 
