@@ -52,6 +52,9 @@ pub struct SqlBenchArgs {
     /// blocks after the load, as `serve` does in the background).
     #[arg(long)]
     no_seal: bool,
+    /// Run only the queries whose name contains this (e.g. `lastpoint`).
+    #[arg(long)]
+    only: Option<String>,
 }
 
 fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> anyhow::Result<()> {
@@ -220,7 +223,10 @@ pub fn run(args: SqlBenchArgs) -> anyhow::Result<()> {
     ];
     println!("| query | median latency | rows returned | records read | cells read |");
     println!("|---|---|---|---|---|");
-    for (name, query) in &queries {
+    let chosen = queries
+        .iter()
+        .filter(|(name, _)| args.only.as_ref().is_none_or(|o| name.contains(o.as_str())));
+    for (name, query) in chosen {
         let (median, out) = runtime.block_on(measure(&sql, query, args.runs))?;
         println!(
             "| {name} | {} | {} | {} | {} |",

@@ -42,6 +42,10 @@ pub const MAX_LABEL_CHARS: usize = 15;
 /// Regexes compile to at most this many bytes of program, so a hostile pattern cannot
 /// exhaust memory (RE2 on the service has a similar program-size cap).
 pub const MAX_REGEX_PROGRAM_BYTES: usize = 1024 * 1024;
+/// Compiled filter regexes kept for reuse across requests (see `filter::pattern`).
+pub const MAX_CACHED_REGEXES: usize = 256;
+/// Only patterns up to this long are kept in that cache.
+pub const MAX_CACHED_PATTERN_BYTES: usize = 128;
 /// ReadModifyWrite rules per request: Bigtable's limit.
 pub const MAX_READ_MODIFY_WRITE_RULES: usize = 100_000;
 /// Room a gRPC message needs beyond the row it carries: keys, names and protobuf framing.

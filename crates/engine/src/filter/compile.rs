@@ -47,12 +47,12 @@ pub(super) enum Node {
     Sink,
     PassAll,
     BlockAll,
-    RowKeyRegex(regex::bytes::Regex),
+    RowKeyRegex(Arc<regex::bytes::Regex>),
     RowSample(f64),
-    FamilyNameRegex(regex::Regex),
+    FamilyNameRegex(Arc<regex::Regex>),
     /// `pushdown` is the qualifier range the pattern is confined to, if known.
     ColumnQualifierRegex {
-        regex: regex::bytes::Regex,
+        regex: Arc<regex::bytes::Regex>,
         pushdown: Option<QualifierRange>,
     },
     ColumnRange {
@@ -63,7 +63,7 @@ pub(super) enum Node {
         start_us: i64,
         end_us: Option<i64>,
     },
-    ValueRegex(regex::bytes::Regex),
+    ValueRegex(Arc<regex::bytes::Regex>),
     ValueRange(QualifierRange),
     CellsPerRowOffset(usize),
     CellsPerRowLimit(usize),

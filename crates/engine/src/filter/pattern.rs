@@ -19,9 +19,32 @@
 //!    unbalanced `)` is rejected before anchoring, so a pattern cannot escape the
 //!    group.
 //! 4. The compiled program is capped at [`MAX_REGEX_PROGRAM_BYTES`].
+//!
+//! Compiled patterns are kept in a small process-wide cache, so the same filter sent
+//! again (by a client per request, or by the time-series layer per series) neither
+//! recompiles its regexes nor rebuilds their search caches: compiling a one-class
+//! family pattern costs more than reading a series' hour. Only short patterns without
+//! counted repetition are kept, so the cache stays small whatever clients send.
+
+use std::sync::{Arc, LazyLock};
+
+use quick_cache::sync::Cache;
 
 use crate::error::{Error, Result};
-use crate::limits::MAX_REGEX_PROGRAM_BYTES;
+use crate::limits::{MAX_CACHED_PATTERN_BYTES, MAX_CACHED_REGEXES, MAX_REGEX_PROGRAM_BYTES};
+
+/// Compiled byte patterns by proto field and pattern.
+type BytePatterns = Cache<(&'static str, Vec<u8>), Arc<regex::bytes::Regex>>;
+
+static BYTE_PATTERNS: LazyLock<BytePatterns> = LazyLock::new(|| Cache::new(MAX_CACHED_REGEXES));
+static TEXT_PATTERNS: LazyLock<Cache<String, Arc<regex::Regex>>> =
+    LazyLock::new(|| Cache::new(MAX_CACHED_REGEXES));
+
+/// Whether a compiled `pattern` may be kept: short, and no `{n}` repetition, which is
+/// what makes a short pattern's program large.
+fn cacheable(pattern: &[u8]) -> bool {
+    pattern.len() <= MAX_CACHED_PATTERN_BYTES && !pattern.contains(&b'{')
+}
 
 /// The `regex` crate's spelling of RE2's `\C` over bytes: any byte, newline included.
 const ANY_BYTE: &str = "(?s-u:.)";
@@ -39,7 +62,20 @@ enum Target {
 
 /// Compiles an RE2 pattern over raw bytes that must match the whole target.
 /// `field` names the proto field in error messages.
-pub(super) fn compile_bytes(field: &str, pattern: &[u8]) -> Result<regex::bytes::Regex> {
+/// Compiled patterns are shared through the cache.
+pub(super) fn compile_bytes(
+    field: &'static str,
+    pattern: &[u8],
+) -> Result<Arc<regex::bytes::Regex>> {
+    if !cacheable(pattern) {
+        return build_bytes(field, pattern).map(Arc::new);
+    }
+    BYTE_PATTERNS.get_or_insert_with(&(field, pattern.to_vec()), || {
+        build_bytes(field, pattern).map(Arc::new)
+    })
+}
+
+fn build_bytes(field: &str, pattern: &[u8]) -> Result<regex::bytes::Regex> {
     let translated = translate(field, pattern, Target::Bytes)?;
     regex::bytes::RegexBuilder::new(&anchor(&translated))
         .size_limit(MAX_REGEX_PROGRAM_BYTES)
@@ -48,7 +84,14 @@ pub(super) fn compile_bytes(field: &str, pattern: &[u8]) -> Result<regex::bytes:
 }
 
 /// Compiles an RE2 pattern over UTF-8 text that must match the whole target.
-pub(super) fn compile_text(field: &str, pattern: &str) -> Result<regex::Regex> {
+pub(super) fn compile_text(field: &str, pattern: &str) -> Result<Arc<regex::Regex>> {
+    if !cacheable(pattern.as_bytes()) {
+        return build_text(field, pattern).map(Arc::new);
+    }
+    TEXT_PATTERNS.get_or_insert_with(pattern, || build_text(field, pattern).map(Arc::new))
+}
+
+fn build_text(field: &str, pattern: &str) -> Result<regex::Regex> {
     let translated = translate(field, pattern.as_bytes(), Target::Text)?;
     regex::RegexBuilder::new(&anchor(&translated))
         .size_limit(MAX_REGEX_PROGRAM_BYTES)

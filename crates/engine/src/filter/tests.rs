@@ -393,6 +393,27 @@ fn compiled_filter_is_send_and_sync() {
 }
 
 #[test]
+fn short_patterns_compile_once_and_are_shared() {
+    use super::pattern::{compile_bytes, compile_text};
+    use std::sync::Arc;
+    let a = compile_text("family_name_regex_filter", "[mx]").unwrap();
+    let b = compile_text("family_name_regex_filter", "[mx]").unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert!(b.is_match("m") && !b.is_match("b"));
+    let a = compile_bytes("value_regex_filter", b"v.*").unwrap();
+    let b = compile_bytes("value_regex_filter", b"v.*").unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    // Counted repetition can make a short pattern's program large: never kept.
+    let a = compile_bytes("value_regex_filter", b"a{3}").unwrap();
+    let b = compile_bytes("value_regex_filter", b"a{3}").unwrap();
+    assert!(!Arc::ptr_eq(&a, &b));
+    // A bad pattern is refused every time, not remembered as compiled.
+    for _ in 0..2 {
+        assert!(compile_bytes("value_regex_filter", b"(").is_err());
+    }
+}
+
+#[test]
 fn value_bitmask_requires_equal_length_and_all_mask_bits() {
     let f = CompiledFilter::compile(&RowFilter::ValueBitmask(vec![0b1010, 0x00])).unwrap();
     let rng = crate::clock::Rng::new(1);

@@ -161,6 +161,13 @@ fn push_plain(out: &mut String, text: impl std::fmt::Display) {
     let _ = write!(out, "{{\"ScalarValue\":\"{text}\"}}");
 }
 
+/// A value whose text `write` appends and which needs no JSON escaping.
+fn push_with(out: &mut String, write: impl FnOnce(&mut String)) {
+    out.push_str("{\"ScalarValue\":\"");
+    write(out);
+    out.push_str("\"}");
+}
+
 fn push_array(out: &mut String, values: &dyn Array) -> Result<(), String> {
     out.push_str("{\"ArrayValue\":[");
     for j in 0..values.len() {
@@ -255,15 +262,16 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
             scalar::float(a.as_primitive::<Float16Type>().value(i).to_f32()),
         ),
         D::Float32 => push_plain(out, scalar::float(a.as_primitive::<Float32Type>().value(i))),
-        D::Float64 => push_plain(
-            out,
-            scalar::double(a.as_primitive::<Float64Type>().value(i)),
-        ),
+        D::Float64 => push_with(out, |out| {
+            scalar::push_double(out, a.as_primitive::<Float64Type>().value(i));
+        }),
         D::Decimal32(..) => push_plain(out, a.as_primitive::<Decimal32Type>().value_as_string(i)),
         D::Decimal64(..) => push_plain(out, a.as_primitive::<Decimal64Type>().value_as_string(i)),
         D::Decimal128(..) => push_plain(out, a.as_primitive::<Decimal128Type>().value_as_string(i)),
         D::Decimal256(..) => push_plain(out, a.as_primitive::<Decimal256Type>().value_as_string(i)),
-        D::Timestamp(unit, _) => push_plain(out, scalar::timestamp(raw_i64(a, i) * unit_ns(*unit))),
+        D::Timestamp(unit, _) => push_with(out, |out| {
+            scalar::push_timestamp(out, raw_i64(a, i) * unit_ns(*unit));
+        }),
         D::Date32 => push_plain(
             out,
             scalar::date(a.as_primitive::<Date32Type>().value(i).into()),

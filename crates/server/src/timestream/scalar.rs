@@ -30,8 +30,22 @@ const PLAIN_MIN: f64 = 1e-3;
 const PLAIN_MAX: f64 = 1e7;
 
 /// A double as Java's `Double.toString` (shortest digits that read back the same).
+#[cfg(test)]
 pub fn double(x: f64) -> String {
-    java_float(x, || format!("{x}"), || format!("{x:e}"))
+    let mut out = String::new();
+    push_double(&mut out, x);
+    out
+}
+
+/// Appends [`double`]'s text, without a string per value in the common range.
+pub fn push_double(out: &mut String, x: f64) {
+    if x.is_finite() && x != 0.0 && (PLAIN_MIN..PLAIN_MAX).contains(&x.abs()) {
+        // `ryu` prints the shortest round-trip digits, as `{}` does, and in this range
+        // plain decimals with `.0` on whole numbers: Java's text exactly.
+        out.push_str(ryu::Buffer::new().format_finite(x));
+        return;
+    }
+    out.push_str(&java_float(x, || format!("{x}"), || format!("{x:e}")));
 }
 
 /// A float as Java's `Float.toString`, digits shortest for `f32`.
@@ -67,29 +81,58 @@ fn java_float(x: f64, plain: impl Fn() -> String, scientific: impl Fn() -> Strin
 
 /// `YYYY-MM-DD` of a day count since the epoch.
 pub fn date(days: i64) -> String {
-    let (y, m, d) = almanac_engine::calendar::civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}")
+    let mut out = String::with_capacity(10);
+    push_date(&mut out, days);
+    out
 }
 
+fn push_date(out: &mut String, days: i64) {
+    let (y, m, d) = almanac_engine::calendar::civil_from_days(days);
+    match u64::try_from(y) {
+        Ok(y) if y <= 9999 => push_digits(out, y, 4),
+        _ => {
+            let _ = write!(out, "{y:04}");
+        }
+    }
+    out.push('-');
+    push_digits(out, m.unsigned_abs(), 2);
+    out.push('-');
+    push_digits(out, d.unsigned_abs(), 2);
+}
+
+/// Appends the last `width` decimal digits of `v`, zero-padded.
+fn push_digits(out: &mut String, v: u64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (v / 10u64.pow(place) % 10) as u8;
+        out.push(char::from(b'0' + digit));
+    }
+}
+
+/// Appends `HH:MM:SS.nnnnnnnnn` of `ns` in `[0, DAY_NS)`.
 fn push_time_of_day(out: &mut String, ns: i128) {
-    let secs = ns / SECOND_NS;
-    let _ = write!(
-        out,
-        "{:02}:{:02}:{:02}.{:09}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        ns % SECOND_NS
-    );
+    let secs = (ns / SECOND_NS) as u64;
+    push_digits(out, secs / 3600, 2);
+    out.push(':');
+    push_digits(out, secs / 60 % 60, 2);
+    out.push(':');
+    push_digits(out, secs % 60, 2);
+    out.push('.');
+    push_digits(out, (ns % SECOND_NS) as u64, 9);
 }
 
 /// `YYYY-MM-DD HH:MM:SS.nnnnnnnnn` of nanoseconds since the epoch (UTC).
+#[cfg(test)]
 pub fn timestamp(ns: i128) -> String {
-    let days = ns.div_euclid(DAY_NS);
-    let mut out = date(days as i64);
-    out.push(' ');
-    push_time_of_day(&mut out, ns.rem_euclid(DAY_NS));
+    let mut out = String::with_capacity(29);
+    push_timestamp(&mut out, ns);
     out
+}
+
+/// Appends [`timestamp`]'s text.
+pub fn push_timestamp(out: &mut String, ns: i128) {
+    push_date(out, ns.div_euclid(DAY_NS) as i64);
+    out.push(' ');
+    push_time_of_day(out, ns.rem_euclid(DAY_NS));
 }
 
 /// `HH:MM:SS.nnnnnnnnn` of nanoseconds since midnight.
@@ -185,6 +228,27 @@ mod tests {
         assert_eq!(date(-719_468), "0000-03-01");
         assert_eq!(date(11_016), "2000-02-29");
         assert_eq!(time(3_600 * SECOND_NS + 5), "01:00:00.000000005");
+        assert_eq!(
+            timestamp(253_402_300_799_999_999_999),
+            "9999-12-31 23:59:59.999999999"
+        );
+        assert_eq!(&timestamp(253_402_300_800 * SECOND_NS)[..6], "10000-");
+    }
+
+    #[test]
+    fn doubles_in_the_plain_range_match_the_general_formatting() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let x = f64::from_bits(state);
+            let general = java_float(x, || format!("{x}"), || format!("{x:e}"));
+            assert_eq!(double(x), general, "{x:?}");
+            let scaled = (state % 10_000_000_000) as f64 / 1000.0;
+            let general = java_float(scaled, || format!("{scaled}"), || format!("{scaled:e}"));
+            assert_eq!(double(scaled), general, "{scaled:?}");
+        }
     }
 
     #[test]
