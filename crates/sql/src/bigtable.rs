@@ -583,6 +583,6 @@ impl TableProvider for BigtableTable {
             columns,
             counters: self.counters.clone(),
         };
-        scan_plan(schema, scan, limit)
+        scan_plan(schema, vec![scan], limit)
     }
 }

@@ -254,7 +254,7 @@ impl TableProvider for PartialsTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         _limit: Option<usize>,
@@ -289,12 +289,18 @@ impl TableProvider for PartialsTable {
         for s in &mut selections {
             s.project = Some(project.clone());
         }
-        let scan = PartialsScan {
-            base: self.base.clone(),
-            selections,
-            outputs,
-            schema: schema.clone(),
-        };
-        scan_plan(schema, scan, None)
+        let partitions = self
+            .base
+            .partitioned(selections, state.config().target_partitions());
+        let scans = partitions
+            .into_iter()
+            .map(|selections| PartialsScan {
+                base: self.base.clone(),
+                selections,
+                outputs: outputs.clone(),
+                schema: schema.clone(),
+            })
+            .collect();
+        scan_plan(schema, scans, None)
     }
 }

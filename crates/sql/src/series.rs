@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use almanac_timeseries::block::BlockColumns;
 use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
-use almanac_timeseries::query::{self, Chunk, Selection};
+use almanac_timeseries::query::{self, Chunk, Part, Selection};
 use almanac_timeseries::{DimensionPair, EmbeddedStore, TableMeta, TimeSeries};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -31,6 +31,9 @@ use crate::stats::ScanCounters;
 pub const MEASURE_NAME: &str = "measure_name";
 /// The time column.
 pub const TIME: &str = "time";
+/// A scan of a time-series table runs in at most this many partitions (each a
+/// blocking thread), however many the session allows.
+const MAX_SCAN_PARTITIONS: usize = 16;
 /// Prefix of the single-measure value columns (`measure_value::double`, …).
 pub const MEASURE_VALUE_PREFIX: &str = "measure_value::";
 
@@ -247,6 +250,35 @@ impl SeriesTable {
                 sel
             })
             .collect()
+    }
+
+    /// What each of at most `partitions` parallel partitions of a scan reads: several
+    /// selections are dealt out in turn; one selection read series by series is shared
+    /// by series ([`Selection::part`]); anything else stays one partition.
+    pub(crate) fn partitioned(
+        &self,
+        selections: Vec<Selection>,
+        partitions: usize,
+    ) -> Vec<Vec<Selection>> {
+        let n = partitions.clamp(1, MAX_SCAN_PARTITIONS);
+        match selections.as_slice() {
+            [one] if n > 1 && query::splits_by_series(&self.meta, one, self.newest_only) => (0..n)
+                .map(|index| {
+                    let mut sel = one.clone();
+                    sel.part = Some(Part { index, count: n });
+                    vec![sel]
+                })
+                .collect(),
+            _ if n > 1 && selections.len() > 1 => {
+                let mut parts = vec![Vec::new(); n.min(selections.len())];
+                let count = parts.len();
+                for (i, sel) in selections.into_iter().enumerate() {
+                    parts[i % count].push(sel);
+                }
+                parts
+            }
+            _ => vec![selections],
+        }
     }
 
     /// Folds one filter into the selection; `false` if it says nothing we can use.
@@ -511,7 +543,7 @@ impl TableProvider for SeriesTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
@@ -537,16 +569,20 @@ impl TableProvider for SeriesTable {
         for s in &mut selections {
             s.project.clone_from(&project);
         }
-        let scan = SeriesScan {
-            ts: self.ts.clone(),
-            meta: self.meta.clone(),
-            selections,
-            columns,
-            schema: schema.clone(),
-            limit,
-            counters: self.counters.clone(),
-            newest_only: self.newest_only,
-        };
-        scan_plan(schema, scan, limit)
+        let partitions = self.partitioned(selections, state.config().target_partitions());
+        let scans = partitions
+            .into_iter()
+            .map(|selections| SeriesScan {
+                ts: self.ts.clone(),
+                meta: self.meta.clone(),
+                selections,
+                columns: columns.clone(),
+                schema: schema.clone(),
+                limit,
+                counters: self.counters.clone(),
+                newest_only: self.newest_only,
+            })
+            .collect();
+        scan_plan(schema, scans, limit)
     }
 }

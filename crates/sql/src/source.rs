@@ -145,19 +145,25 @@ impl<P: Producer> PartitionStream for Partition<P> {
     }
 }
 
-/// A one-partition scan plan over `producer`, whose batches have `schema`.
+/// A scan plan with one partition per producer (each on its own blocking thread),
+/// whose batches have `schema`.
 pub fn scan_plan<P: Producer>(
     schema: SchemaRef,
-    producer: P,
+    producers: Vec<P>,
     limit: Option<usize>,
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
-    let partition = Partition {
-        schema: schema.clone(),
-        producer: Arc::new(producer),
-    };
+    let partitions = producers
+        .into_iter()
+        .map(|producer| {
+            Arc::new(Partition {
+                schema: schema.clone(),
+                producer: Arc::new(producer),
+            }) as Arc<dyn PartitionStream>
+        })
+        .collect();
     Ok(Arc::new(StreamingTableExec::try_new(
         schema,
-        vec![Arc::new(partition)],
+        partitions,
         None,
         Vec::new(),
         false,

@@ -52,6 +52,35 @@ pub struct Selection {
     /// with none of them is still returned, without values. What a reader that needs
     /// only some columns asks for.
     pub project: Option<Vec<String>>,
+    /// Only one share of the series: one partition of a scan that runs on several
+    /// threads (see [`Part`]). Honoured by the reads that go series by series: a
+    /// time window over series the selection does not pin, and [`latest`].
+    pub part: Option<Part>,
+}
+
+/// One of `count` partitions of the series a selection reads: the series whose
+/// ordinal in key order is `index` modulo `count`. Every partition still finds every
+/// series (one short probe each) but reads only its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// This partition, `0..count`.
+    pub index: usize,
+    /// Partitions in all (at least 1).
+    pub count: usize,
+}
+
+impl Part {
+    /// Whether the series with `ordinal` belongs to this partition.
+    fn owns(part: Option<Part>, ordinal: usize) -> bool {
+        part.is_none_or(|p| ordinal % p.count.max(1) == p.index)
+    }
+}
+
+/// Whether reading `sel` goes series by series, so that [`Selection::part`] can share
+/// its series among threads: a bounded time window over several series, or any
+/// selection of [`latest`] (`newest_only`) that does not pin one series.
+pub fn splits_by_series(meta: &TableMeta, sel: &Selection, newest_only: bool) -> bool {
+    !is_pinned(meta, sel) && (newest_only || (sel.start_ns > 0 && sel.end_ns < i64::MAX))
 }
 
 impl Default for Selection {
@@ -63,6 +92,7 @@ impl Default for Selection {
             end_ns: i64::MAX,
             attributes: None,
             project: None,
+            part: None,
         }
     }
 }
@@ -327,7 +357,11 @@ fn scan_rows<S: WideColumnStore>(
     row_filter: Option<RowFilter>,
     on_row: &mut OnRow<'_>,
 ) -> Result<()> {
-    if !(sel.start_ns > 0 && sel.end_ns < i64::MAX && !is_pinned(meta, sel)) {
+    if !splits_by_series(meta, sel, false) {
+        if !Part::owns(sel.part, 0) {
+            // One series, or one walk over all: the first partition reads it.
+            return Ok(());
+        }
         let req = ReadRequest {
             rows: key_ranges(meta, sel),
             filter: row_filter,
@@ -337,6 +371,7 @@ fn scan_rows<S: WideColumnStore>(
         let _ = read_each(store, meta, req, on_row)?;
         return Ok(());
     }
+    let mut ordinal = 0;
     for range in key_ranges(meta, sel).normalized() {
         let mut cursor = range.start.clone();
         loop {
@@ -348,16 +383,19 @@ fn scan_rows<S: WideColumnStore>(
                 break;
             };
             let series = series_of(meta, &row.key)?;
-            let req = ReadRequest {
-                rows: RowSet {
-                    keys: Vec::new(),
-                    ranges: vec![time_range(meta, &series, sel)],
-                },
-                filter: row_filter.clone(),
-                ..ReadRequest::default()
-            };
-            if read_each(store, meta, req, on_row)?.is_break() {
-                return Ok(());
+            ordinal += 1;
+            if Part::owns(sel.part, ordinal - 1) {
+                let req = ReadRequest {
+                    rows: RowSet {
+                        keys: Vec::new(),
+                        ranges: vec![time_range(meta, &series, sel)],
+                    },
+                    filter: row_filter.clone(),
+                    ..ReadRequest::default()
+                };
+                if read_each(store, meta, req, on_row)?.is_break() {
+                    return Ok(());
+                }
             }
             match prefix_successor(&series) {
                 Some(next) => cursor = Bound::Included(next),
@@ -650,12 +688,16 @@ pub fn latest<S: WideColumnStore>(
     let filter = filter(meta, sel);
     let windowed = meta.layout.seal && (sel.start_ns > 0 || sel.end_ns < i64::MAX);
     let ranges = key_ranges(meta, sel).normalized();
+    let mut ordinal = 0;
     for range in ranges {
         let mut cursor = range.start.clone();
         while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
             stats.rows += 1;
             let series = series_of(meta, &row.key)?;
-            let best = if windowed {
+            ordinal += 1;
+            let best = if !Part::owns(sel.part, ordinal - 1) {
+                None
+            } else if windowed {
                 // A block passes the filter whatever its times, so the newest row may
                 // hold no point of the window: walk newest first to the first that does.
                 newest_in_window(store, meta, sel, &series, &mut stats)?

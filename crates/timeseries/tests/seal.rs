@@ -13,6 +13,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use almanac_engine::clock::Clock;
+use almanac_timeseries::query::Part;
 
 use common::*;
 
@@ -164,6 +165,26 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
             want,
             "{ctx}: window {start}..{end} pinned={pinned}"
         );
+        // The partitions of a parallel scan read every point once between them.
+        let count = 1 + rng.below(4) as usize;
+        let mut shared = Vec::new();
+        for index in 0..count {
+            let part = Selection {
+                part: Some(Part { index, count }),
+                ..sel.clone()
+            };
+            shared.extend(all(&f.ts, t, &part)?);
+        }
+        assert_eq!(
+            shared.len(),
+            got.len(),
+            "{ctx}: {count} partitions read a point twice or missed one"
+        );
+        assert_eq!(
+            as_model(&shared),
+            want,
+            "{ctx}: {count} partitions of {start}..{end} pinned={pinned}"
+        );
     }
     // The newest point of every series, and the newest before a time inside a window.
     let (latest, _) = f.ts.latest("db1", t, &Selection::default())?;
@@ -171,6 +192,20 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
         newest(&latest),
         newest_in(model, i64::MIN..i64::MAX),
         "{ctx}: latest"
+    );
+    let mut shared = Vec::new();
+    for index in 0..2 {
+        let part = Selection {
+            part: Some(Part { index, count: 2 }),
+            ..Selection::default()
+        };
+        shared.extend(f.ts.latest("db1", t, &part)?.0);
+    }
+    assert_eq!(shared.len(), latest.len(), "{ctx}: latest in 2 partitions");
+    assert_eq!(
+        newest(&shared),
+        newest(&latest),
+        "{ctx}: latest in 2 partitions"
     );
     let (start, end) = (
         now_ms - 22 * HOUR_MS,
