@@ -74,6 +74,17 @@ fn eval(
         Node::Chain(children) => children
             .iter()
             .fold(input, |cells, child| eval(child, cells, ctx, sunk)),
+        Node::Interleave(children) if children.iter().all(is_per_cell) => {
+            // Nothing to copy up front: each cell comes out once per child that keeps
+            // it (a sealed time-series row's block, kept by one branch of two, is not
+            // cloned at all).
+            let mut out = Vec::with_capacity(input.len());
+            for t in input {
+                let copies: usize = children.iter().map(|c| copies_of(c, &t.cell, ctx)).sum();
+                out.extend(std::iter::repeat_n(t, copies));
+            }
+            out
+        }
         Node::Interleave(children) => {
             let mut pooled = Vec::new();
             for (i, child) in children.iter().enumerate() {
@@ -120,9 +131,7 @@ fn eval(
         }),
         Node::ValueRegex(re) => retain(input, |c| re.is_match(&c.value)),
         Node::ValueRange(range) => retain(input, |c| range.contains(&c.value)),
-        Node::ValueBitmask(mask) => retain(input, |c| {
-            c.value.len() == mask.len() && c.value.iter().zip(mask).all(|(v, m)| v & m == *m)
-        }),
+        Node::ValueBitmask(mask) => retain(input, |c| bitmask_matches(&c.value, mask)),
         Node::CellsPerRowOffset(n) => input.into_iter().skip(*n).collect(),
         Node::CellsPerRowLimit(n) => {
             input.truncate(*n);
@@ -140,6 +149,60 @@ fn eval(
             input
         }
     }
+}
+
+/// Whether `node` decides each cell on its own, without changing it, counting, drawing
+/// or sinking: a test on the row key or the cell, or a chain or interleave of those.
+fn is_per_cell(node: &Node) -> bool {
+    match node {
+        Node::Chain(children) | Node::Interleave(children) => children.iter().all(is_per_cell),
+        Node::PassAll
+        | Node::BlockAll
+        | Node::RowKeyRegex(_)
+        | Node::FamilyNameRegex(_)
+        | Node::ColumnQualifierRegex { .. }
+        | Node::ColumnRange { .. }
+        | Node::TimestampRange { .. }
+        | Node::ValueRegex(_)
+        | Node::ValueRange(_)
+        | Node::ValueBitmask(_) => true,
+        Node::Condition { .. }
+        | Node::Sink
+        | Node::RowSample(_)
+        | Node::CellsPerRowOffset(_)
+        | Node::CellsPerRowLimit(_)
+        | Node::CellsPerColumnLimit(_)
+        | Node::StripValue
+        | Node::ApplyLabel(_) => false,
+    }
+}
+
+/// How many copies of `cell` a per-cell node ([`is_per_cell`]) outputs: a chain keeps
+/// the product of its children's, an interleave the sum.
+fn copies_of(node: &Node, cell: &Cell, ctx: &RowContext<'_>) -> usize {
+    let one = |keep: bool| usize::from(keep);
+    match node {
+        Node::Chain(children) => children.iter().map(|c| copies_of(c, cell, ctx)).product(),
+        Node::Interleave(children) => children.iter().map(|c| copies_of(c, cell, ctx)).sum(),
+        Node::PassAll => 1,
+        Node::RowKeyRegex(re) => one(re.is_match(ctx.row_key)),
+        Node::FamilyNameRegex(re) => one(re.is_match(&cell.family)),
+        Node::ColumnQualifierRegex { regex, .. } => one(regex.is_match(&cell.qualifier)),
+        Node::ColumnRange { family, range } => {
+            one(cell.family == *family && range.contains(&cell.qualifier))
+        }
+        Node::TimestampRange { start_us, end_us } => {
+            one(cell.timestamp_us >= *start_us && end_us.is_none_or(|e| cell.timestamp_us < e))
+        }
+        Node::ValueRegex(re) => one(re.is_match(&cell.value)),
+        Node::ValueRange(range) => one(range.contains(&cell.value)),
+        Node::ValueBitmask(mask) => one(bitmask_matches(&cell.value, mask)),
+        _ => 0,
+    }
+}
+
+fn bitmask_matches(value: &[u8], mask: &[u8]) -> bool {
+    value.len() == mask.len() && value.iter().zip(mask).all(|(v, m)| v & m == *m)
 }
 
 fn keep_if(input: Vec<Tagged>, keep: bool) -> Vec<Tagged> {

@@ -393,6 +393,31 @@ fn compiled_filter_is_send_and_sync() {
 }
 
 #[test]
+fn interleaves_of_per_cell_tests_match_the_general_evaluation() {
+    // `(offset 0)` changes nothing but is not a per-cell test, so the same tree with it
+    // takes the path that copies the input for every child.
+    let input = [
+        "a:x@9=v1", "a:x@8=w", "a:y@7=v2", "b:x@6=v3", "b:z@5=q", "c:x@4=", "c:y@3=v4",
+    ];
+    for tree in [
+        "(interleave (family \"a\") (family \"b\"))",
+        "(interleave (family \"[ab]\") (qual \"x\") (ts 5 8))",
+        "(interleave (chain (family \"a|c\") (ts 3 9)) (family \"b\"))",
+        "(interleave (interleave pass pass) (value \"v.*\") block)",
+        "(interleave (chain (interleave (qual \"x\") (qual \"x|y\")) (family \"a\")) (key \"r.*\"))",
+        "(interleave (key \"nope\") (vrange >= \"v2\" < \"v4\") (cols \"a\" >= \"y\" *))",
+        "(chain (interleave (family \"c\") (chain)) (qual \"y\"))",
+    ] {
+        let general = tree.replacen("(interleave ", "(interleave (chain (offset 0) block) ", 1);
+        assert_eq!(
+            run_key(tree, b"row", &input),
+            run_key(&general, b"row", &input),
+            "{tree}"
+        );
+    }
+}
+
+#[test]
 fn short_patterns_compile_once_and_are_shared() {
     use super::pattern::{compile_bytes, compile_text};
     use std::sync::Arc;
