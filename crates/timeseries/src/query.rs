@@ -240,12 +240,14 @@ pub fn let_blocks_through(meta: &TableMeta, filter: RowFilter) -> RowFilter {
         return filter;
     }
     RowFilter::Interleave(vec![
-        RowFilter::Chain(vec![
-            RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]")),
-            filter,
-        ]),
+        RowFilter::Chain(vec![row_form_cells(), filter]),
         RowFilter::FamilyNameRegex(BLOCK_FAMILY.into()),
     ])
+}
+
+/// The cells of a row's points in row form (measure and meta families), not its block.
+fn row_form_cells() -> RowFilter {
+    RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]"))
 }
 
 /// Whether the selection's measure name and dimension values match a series'.
@@ -555,7 +557,7 @@ pub fn scan_partials<S: WideColumnStore>(
     let now_us = store.now_us();
     let horizon_us = retention_horizon_us(meta, now_us);
     let point_filter = filter(meta, sel);
-    let row_form = RowFilter::FamilyNameRegex(format!("[{MEASURE_FAMILY}{META_FAMILY}]"));
+    let row_form = row_form_cells();
     let summaries = RowFilter::ColumnRange {
         family: BLOCK_FAMILY.into(),
         start: Bound::Included(SUMMARY_QUALIFIER.to_vec()),

@@ -121,17 +121,13 @@ fn eval(
             let draw = ctx.rng.next_f64();
             keep_if(input, draw < *p)
         }
-        Node::FamilyNameRegex(re) => retain(input, |c| re.is_match(&c.family)),
-        Node::ColumnQualifierRegex { regex, .. } => retain(input, |c| regex.is_match(&c.qualifier)),
-        Node::ColumnRange { family, range } => retain(input, |c| {
-            c.family == *family && range.contains(&c.qualifier)
-        }),
-        Node::TimestampRange { start_us, end_us } => retain(input, |c| {
-            c.timestamp_us >= *start_us && end_us.is_none_or(|e| c.timestamp_us < e)
-        }),
-        Node::ValueRegex(re) => retain(input, |c| re.is_match(&c.value)),
-        Node::ValueRange(range) => retain(input, |c| range.contains(&c.value)),
-        Node::ValueBitmask(mask) => retain(input, |c| bitmask_matches(&c.value, mask)),
+        Node::FamilyNameRegex(_)
+        | Node::ColumnQualifierRegex { .. }
+        | Node::ColumnRange { .. }
+        | Node::TimestampRange { .. }
+        | Node::ValueRegex(_)
+        | Node::ValueRange(_)
+        | Node::ValueBitmask(_) => retain(input, |c| passes(node, c)),
         Node::CellsPerRowOffset(n) => input.into_iter().skip(*n).collect(),
         Node::CellsPerRowLimit(n) => {
             input.truncate(*n);
@@ -180,29 +176,34 @@ fn is_per_cell(node: &Node) -> bool {
 /// How many copies of `cell` a per-cell node ([`is_per_cell`]) outputs: a chain keeps
 /// the product of its children's, an interleave the sum.
 fn copies_of(node: &Node, cell: &Cell, ctx: &RowContext<'_>) -> usize {
-    let one = |keep: bool| usize::from(keep);
     match node {
         Node::Chain(children) => children.iter().map(|c| copies_of(c, cell, ctx)).product(),
         Node::Interleave(children) => children.iter().map(|c| copies_of(c, cell, ctx)).sum(),
         Node::PassAll => 1,
-        Node::RowKeyRegex(re) => one(re.is_match(ctx.row_key)),
-        Node::FamilyNameRegex(re) => one(re.is_match(&cell.family)),
-        Node::ColumnQualifierRegex { regex, .. } => one(regex.is_match(&cell.qualifier)),
-        Node::ColumnRange { family, range } => {
-            one(cell.family == *family && range.contains(&cell.qualifier))
-        }
-        Node::TimestampRange { start_us, end_us } => {
-            one(cell.timestamp_us >= *start_us && end_us.is_none_or(|e| cell.timestamp_us < e))
-        }
-        Node::ValueRegex(re) => one(re.is_match(&cell.value)),
-        Node::ValueRange(range) => one(range.contains(&cell.value)),
-        Node::ValueBitmask(mask) => one(bitmask_matches(&cell.value, mask)),
-        _ => 0,
+        Node::RowKeyRegex(re) => usize::from(re.is_match(ctx.row_key)),
+        _ => usize::from(passes(node, cell)),
     }
 }
 
-fn bitmask_matches(value: &[u8], mask: &[u8]) -> bool {
-    value.len() == mask.len() && value.iter().zip(mask).all(|(v, m)| v & m == *m)
+/// Whether `cell` passes a test of one cell (family, qualifier, column range, time or
+/// value); `false` for any other node.
+fn passes(node: &Node, cell: &Cell) -> bool {
+    match node {
+        Node::FamilyNameRegex(re) => re.is_match(&cell.family),
+        Node::ColumnQualifierRegex { regex, .. } => regex.is_match(&cell.qualifier),
+        Node::ColumnRange { family, range } => {
+            cell.family == *family && range.contains(&cell.qualifier)
+        }
+        Node::TimestampRange { start_us, end_us } => {
+            cell.timestamp_us >= *start_us && end_us.is_none_or(|e| cell.timestamp_us < e)
+        }
+        Node::ValueRegex(re) => re.is_match(&cell.value),
+        Node::ValueRange(range) => range.contains(&cell.value),
+        Node::ValueBitmask(mask) => {
+            cell.value.len() == mask.len() && cell.value.iter().zip(mask).all(|(v, m)| v & m == *m)
+        }
+        _ => false,
+    }
 }
 
 fn keep_if(input: Vec<Tagged>, keep: bool) -> Vec<Tagged> {
