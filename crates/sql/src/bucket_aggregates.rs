@@ -92,7 +92,7 @@ impl OptimizerRule for BucketAggregates {
 }
 
 /// A node between the aggregate and the scan, kept as it is.
-enum Wrapper {
+pub(crate) enum Wrapper {
     Filter(Expr),
     Alias(TableReference),
     /// A projection of plain columns (it passes the partial columns through too).
@@ -120,7 +120,7 @@ impl Final {
 }
 
 /// The wrappers from the aggregate's input down to a table scan, if that is all there is.
-fn wrappers(mut plan: &LogicalPlan) -> Option<(Vec<Wrapper>, &TableScan)> {
+pub(crate) fn wrappers(mut plan: &LogicalPlan) -> Option<(Vec<Wrapper>, &TableScan)> {
     let mut out = Vec::new();
     loop {
         match plan {
@@ -143,32 +143,18 @@ fn wrappers(mut plan: &LogicalPlan) -> Option<(Vec<Wrapper>, &TableScan)> {
 }
 
 /// The table's columns an expression reads, or `None` if it reads one the table lacks.
-fn columns_of<'t>(table: &'t SeriesTable, e: &Expr) -> Option<Vec<&'t Column>> {
+pub(crate) fn columns_of<'t>(table: &'t SeriesTable, e: &Expr) -> Option<Vec<&'t Column>> {
     let mut cols = HashSet::new();
     expr_to_columns(e, &mut cols).ok()?;
     cols.iter().map(|c| table.column(&c.name)).collect()
 }
 
-fn is_key(c: &Column) -> bool {
+pub(crate) fn is_key(c: &Column) -> bool {
     matches!(c, Column::Dimension(_) | Column::MeasureName)
 }
 
 fn is_time(table: &SeriesTable, e: &Expr) -> bool {
     matches!(e, Expr::Column(c) if table.column(&c.name) == Some(&Column::Time))
-}
-
-/// Whether a filter conjunct holds for a whole-bucket row exactly when it holds for
-/// every point of the bucket.
-fn filter_is_exact(table: &SeriesTable, e: &Expr) -> bool {
-    let Some(cols) = columns_of(table, e) else {
-        return false;
-    };
-    if cols.iter().all(|c| is_key(c)) {
-        return true;
-    }
-    cols.iter().all(|c| **c == Column::Time)
-        && matches!(e, Expr::BinaryExpr(_) | Expr::Between(_))
-        && table.narrow(&mut Default::default(), e)
 }
 
 /// Whether a group key puts every point of a bucket in the same group.
@@ -294,7 +280,7 @@ fn rewrite(agg: &Aggregate) -> DfResult<Option<LogicalPlan>> {
         .chain(&scan.filters);
     if !predicates
         .flat_map(split_conjunction)
-        .all(|c| filter_is_exact(table, c))
+        .all(|c| table.filter_is_exact(c))
     {
         return Ok(None);
     }

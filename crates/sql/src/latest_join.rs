@@ -17,7 +17,9 @@
 //! - the join is inner, and its keys pair `c.time` with the `max(time)` of the
 //!   aggregate and `c.g` with each group key `g` of it;
 //! - both sides read the same table, through filters, aliases and plain-column
-//!   projections only, with the same filters (so "newest" means the same on both);
+//!   projections only, with the same filters (so "newest" means the same on both),
+//!   each exact for a series ([`SeriesTable::filter_is_exact`]: under a filter on a
+//!   measure, the newest point that passes need not be the newest point);
 //! - the aggregate groups by plain dimension or `measure_name` columns.
 
 use std::sync::Arc;
@@ -255,7 +257,11 @@ fn rewrite(join: &Join, rows_on_left: bool) -> DfResult<Option<LogicalPlan>> {
     if !(time_paired
         && same_table
         && groups.iter().all(|g| paired_groups.contains(g))
-        && same_filters(&rows_source.filters, &agg_source.filters))
+        && same_filters(&rows_source.filters, &agg_source.filters)
+        && rows_source
+            .filters
+            .iter()
+            .all(|f| rows_source.table.filter_is_exact(f)))
     {
         return Ok(None);
     }

@@ -24,6 +24,7 @@ mod functions;
 mod interpolate;
 mod keyrange;
 mod latest_join;
+mod newest_max;
 mod partials;
 mod planner;
 mod qualifiers;
@@ -153,6 +154,7 @@ impl SqlEngine {
             .with_default_features()
             .with_expr_planners(planners)
             .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
+            .with_optimizer_rule(Arc::new(newest_max::NewestMax))
             .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
             .build();
         functions::register(&mut base)?;

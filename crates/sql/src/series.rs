@@ -7,6 +7,7 @@
 //! on `time` bound the time range (keys and cell timestamps). DataFusion still applies
 //! every filter itself, so pushdown only narrows what is read.
 
+use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use datafusion::catalog::Session;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::utils::expr_to_columns;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -279,6 +281,43 @@ impl SeriesTable {
             }
             _ => vec![selections],
         }
+    }
+
+    /// Whether a filter conjunct passes either every point of a series that the scan's
+    /// time window keeps or none of them: a deterministic filter on dimensions and
+    /// `measure_name` only, or a comparison (or BETWEEN) of the plain `time` column
+    /// with timestamps, which the scan folds into its window exactly. Rewrites that
+    /// read a series' newest point, or a bucket's summary, instead of its points are
+    /// right only under such filters.
+    pub(crate) fn filter_is_exact(&self, e: &Expr) -> bool {
+        let mut cols = HashSet::new();
+        if e.is_volatile() || expr_to_columns(e, &mut cols).is_err() {
+            return false;
+        }
+        let Some(cols) = cols
+            .iter()
+            .map(|c| self.column(&c.name))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
+        if cols
+            .iter()
+            .all(|c| matches!(c, Column::Dimension(_) | Column::MeasureName))
+        {
+            return true;
+        }
+        let plain_time = |e: &Expr| matches!(e, Expr::Column(c) if c.name == TIME);
+        let compares_time = match e {
+            Expr::BinaryExpr(BinaryExpr { left, right, .. }) => {
+                plain_time(left) || plain_time(right)
+            }
+            Expr::Between(b) => plain_time(&b.expr),
+            _ => false,
+        };
+        cols.iter().all(|c| **c == Column::Time)
+            && compares_time
+            && self.narrow(&mut Selection::default(), e)
     }
 
     /// Folds one filter into the selection; `false` if it says nothing we can use.
