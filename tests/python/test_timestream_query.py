@@ -461,7 +461,9 @@ def test_runtime_failure_is_query_execution_error(ts_query):
 
 def test_describe_endpoints_on_the_query_client(server, ts_query):
     ep = ts_query.describe_endpoints()["Endpoints"]
-    assert ep == [{"Address": server.ts_host, "CachePeriodInMinutes": 1440}]
+    # An address with its scheme: SDKs that always discover endpoints take one
+    # without a scheme as HTTPS.
+    assert ep == [{"Address": f"http://{server.ts_host}", "CachePeriodInMinutes": 1440}]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,11 @@ pub struct ServeArgs {
     /// `endpoint_url=http://ADDR`).
     #[arg(long, default_value = "127.0.0.1:8087")]
     timestream_addr: SocketAddr,
+    /// The Timestream endpoint's address as clients reach it, which DescribeEndpoints
+    /// returns (HOST:PORT, served as http://HOST:PORT, or a URL with its scheme).
+    /// Default: the bound address; with a wildcard bind, this machine's routable one.
+    #[arg(long)]
+    timestream_advertise: Option<String>,
     /// Data directory (created on first run). Default: $XDG_DATA_HOME/almanac or ./almanac-data.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -50,6 +55,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         sweep_interval: Duration::from_secs(args.sweep_secs),
         seal_interval: (args.seal_secs > 0).then(|| Duration::from_secs(args.seal_secs)),
         seal_quiet: Duration::from_secs(args.seal_quiet_secs),
+        timestream_advertise: args.timestream_advertise,
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

@@ -62,6 +62,10 @@ pub struct NodeConfig {
     pub seal_quiet: Duration,
     /// Where warnings about recommended limits go; `None` drops them.
     pub on_warning: Option<WarningSink>,
+    /// The Timestream endpoint's address as clients should reach it, answered by
+    /// DescribeEndpoints (`host:port`, or a URL with its scheme); `None`: the bound
+    /// address ([`crate::timestream::advertised`]).
+    pub timestream_advertise: Option<String>,
 }
 
 impl NodeConfig {
@@ -77,6 +81,7 @@ impl NodeConfig {
             seal_interval: Some(Duration::from_secs(DEFAULT_SEAL_SECS)),
             seal_quiet: Duration::from_secs(DEFAULT_SEAL_QUIET_SECS),
             on_warning: None,
+            timestream_advertise: None,
         }
     }
 }
@@ -90,6 +95,7 @@ pub struct Node {
     grpc_addr: SocketAddr,
     timestream: TcpListener,
     timestream_addr: SocketAddr,
+    timestream_advertise: String,
     seal_interval: Option<Duration>,
     seal_quiet: Duration,
 }
@@ -107,6 +113,7 @@ impl Node {
             seal_interval,
             seal_quiet,
             on_warning,
+            timestream_advertise,
         } = config;
         let options = Options {
             durability,
@@ -138,6 +145,10 @@ impl Node {
             grpc_addr,
             timestream,
             timestream_addr,
+            timestream_advertise: crate::timestream::advertised(
+                timestream_advertise.as_deref(),
+                timestream_addr,
+            ),
             seal_interval,
             seal_quiet,
         })
@@ -171,6 +182,7 @@ impl Node {
             self.ts,
             self.sql.clone(),
             self.timestream,
+            self.timestream_advertise,
             stopped(stop_rx),
         ));
         let stop = &stop_tx;

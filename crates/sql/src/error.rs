@@ -62,6 +62,12 @@ impl From<almanac_timeseries::Error> for Error {
     }
 }
 
+impl From<datafusion::arrow::error::ArrowError> for Error {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        Self::Execution(e.to_string())
+    }
+}
+
 impl From<DataFusionError> for Error {
     fn from(e: DataFusionError) -> Self {
         classify(e)

@@ -13,6 +13,9 @@
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.
 //!
+//! Timestream's metadata statements (`SHOW DATABASES`, `SHOW TABLES`, `SHOW MEASURES`,
+//! `DESCRIBE`) are answered from the catalog before any of this ([`metadata`]).
+//!
 //! Only queries run: DDL, DML and `SET` are refused.
 
 mod bigtable;
@@ -24,6 +27,7 @@ mod functions;
 mod interpolate;
 mod keyrange;
 mod latest_join;
+mod metadata;
 mod newest_max;
 mod partials;
 mod planner;
@@ -168,9 +172,19 @@ impl SqlEngine {
         scope: &Scope,
         params: Option<ParamValues>,
     ) -> Result<Prepared> {
-        let sql = rewrite::rewrite(sql)?;
         let counters = Arc::new(ScanCounters::default());
         let qualifiers = Arc::new(qualifiers::QualifierHints::default());
+        if let Some(statement) = metadata::parse(sql)? {
+            let batch = metadata::answer(&self.ts, &statement)?;
+            let frame = SessionContext::new_with_state(self.base.clone()).read_batch(batch)?;
+            return Ok(Prepared {
+                schema: Arc::new(frame.schema().as_arrow().clone()),
+                frame,
+                counters,
+                qualifiers,
+            });
+        }
+        let sql = rewrite::rewrite(sql)?;
         let bigtable = catalog::BigtableTables {
             engine: self.engine.clone(),
             instance: scope.instance.clone(),

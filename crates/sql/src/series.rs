@@ -170,6 +170,11 @@ impl SeriesTable {
         &self.counters
     }
 
+    /// The columns, in `SELECT *` order.
+    pub(crate) fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
     /// The column named `name`.
     pub(crate) fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name() == name)

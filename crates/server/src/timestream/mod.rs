@@ -34,6 +34,7 @@ mod wire;
 mod write_ops;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use almanac_timeseries::{EmbeddedStore, Error, TimeSeries};
@@ -69,7 +70,8 @@ pub struct App {
     pub ts: Arc<TimeSeries<EmbeddedStore>>,
     /// SQL over the same tables (the Query API).
     pub sql: Arc<almanac_sql::SqlEngine>,
-    /// `host:port` this endpoint answers on (DescribeEndpoints).
+    /// The address DescribeEndpoints answers: a URL with its scheme
+    /// ([`advertised`]).
     pub address: String,
     /// Pages of query results waiting for their `NextToken`.
     pub results: Mutex<results::ResultCache>,
@@ -432,14 +434,51 @@ async fn run_blocking<T: Send + 'static>(
     }
 }
 
-/// Serves the endpoint on `listener` until `shutdown` resolves.
+/// The address DescribeEndpoints gives for an endpoint bound to `bound`: `given` as
+/// it is if it has a scheme, else `http://` and `given` or the bound address. A
+/// wildcard bind (0.0.0.0, ::) advertises the address this machine routes from, and
+/// loopback if it routes nowhere. AWS SDKs that always discover endpoints (Kotlin;
+/// others unless told an endpoint) connect to this address, and take one without a
+/// scheme as HTTPS.
+pub fn advertised(given: Option<&str>, bound: SocketAddr) -> String {
+    match given {
+        Some(g) if g.contains("://") => g.to_string(),
+        Some(g) => format!("http://{g}"),
+        None if bound.ip().is_unspecified() => {
+            let ip = routable_ip(bound.is_ipv6()).unwrap_or(if bound.is_ipv6() {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            });
+            format!("http://{}", SocketAddr::new(ip, bound.port()))
+        }
+        None => format!("http://{bound}"),
+    }
+}
+
+/// The local address of this machine's route to a documentation-range address:
+/// connecting a UDP socket picks the route and sends nothing.
+fn routable_ip(v6: bool) -> Option<std::net::IpAddr> {
+    let (any, probe) = if v6 {
+        ("[::]:0", "[2001:db8::1]:9")
+    } else {
+        ("0.0.0.0:0", "192.0.2.1:9")
+    };
+    let socket = std::net::UdpSocket::bind(any).ok()?;
+    socket.connect(probe).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified()).then_some(ip)
+}
+
+/// Serves the endpoint on `listener` until `shutdown` resolves; DescribeEndpoints
+/// answers `address` ([`advertised`]).
 pub async fn serve(
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<almanac_sql::SqlEngine>,
     listener: TcpListener,
+    address: String,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let address = listener.local_addr()?.to_string();
     let app = Arc::new(App {
         ts,
         sql,

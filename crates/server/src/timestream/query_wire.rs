@@ -17,21 +17,21 @@
 //! | Interval(YearMonth) | `INTERVAL_YEAR_TO_MONTH` |
 //! | Interval(DayTime, MonthDayNano), Duration | `INTERVAL_DAY_TO_SECOND` (a value with months fails the query) |
 //! | Null | `UNKNOWN` (every value `NullValue`) |
+//! | List of Struct `{time: Timestamp, value}` (what `CREATE_TIME_SERIES` and the interpolations return) | `TimeSeriesMeasureValueColumnInfo` of the value's type (`TimeSeriesValue`: `Time`, `Value` per point) |
 //! | List, LargeList, FixedSizeList | `ArrayColumnInfo` (`ArrayValue`) |
 //! | Struct | `RowColumnInfo` (`RowValue`) |
 //! | Map | `ArrayColumnInfo` of a `RowColumnInfo` (`key`, `value`): an array of entry rows |
 //! | Dictionary | its value type |
 //!
 //! Other types (unions, list views, run-end encoding) fail the query with a message
-//! naming the column. `TimeSeriesMeasureValueColumnInfo` is never produced: Almanac's
-//! SQL has no `timeseries` type (no `CREATE_TIME_SERIES`).
+//! naming the column.
 //!
 //! Column names are DataFusion's (`count(*)`, or the alias), where Timestream would
 //! say `_col0`.
 
 use std::fmt::Write as _;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StructArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Date64Type, Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type,
@@ -87,10 +87,33 @@ fn column_info(field: &Field) -> Result<Json, String> {
     Ok(json!({ "Name": field.name(), "Type": kind }))
 }
 
+/// The value type of a `timeseries` column: a list of `{time, value}` structs.
+fn series_value(t: &DataType) -> Option<&DataType> {
+    let DataType::List(item) = t else {
+        return None;
+    };
+    let DataType::Struct(fields) = item.data_type() else {
+        return None;
+    };
+    match fields.iter().as_slice() {
+        [time, value]
+            if time.name() == "time"
+                && matches!(time.data_type(), DataType::Timestamp(..))
+                && value.name() == "value" =>
+        {
+            Some(value.data_type())
+        }
+        _ => None,
+    }
+}
+
 /// The `Type` of an Arrow type, or the type's name when there is none.
 fn column_type(t: &DataType) -> Result<Json, String> {
     use DataType as D;
     let scalar = |name: &str| Ok(json!({ "ScalarType": name }));
+    if let Some(value) = series_value(t) {
+        return Ok(json!({ "TimeSeriesMeasureValueColumnInfo": { "Type": column_type(value)? } }));
+    }
     match t {
         D::Utf8 | D::LargeUtf8 | D::Utf8View => scalar("VARCHAR"),
         D::Binary | D::LargeBinary | D::BinaryView | D::FixedSizeBinary(_) => scalar("VARCHAR"),
@@ -175,6 +198,27 @@ fn push_array(out: &mut String, values: &dyn Array) -> Result<(), String> {
             out.push(',');
         }
         push_datum(out, values, j)?;
+    }
+    out.push_str("]}");
+    Ok(())
+}
+
+/// A `timeseries` value: `{"TimeSeriesValue":[{"Time":…,"Value":…}, …]}`.
+fn push_series(out: &mut String, points: &StructArray) -> Result<(), String> {
+    let (times, values) = (points.column(0), points.column(1));
+    out.push_str("{\"TimeSeriesValue\":[");
+    for j in 0..points.len() {
+        if j > 0 {
+            out.push(',');
+        }
+        let DataType::Timestamp(unit, _) = times.data_type() else {
+            return Err("a time series' times are not timestamps".into());
+        };
+        out.push_str("{\"Time\":\"");
+        scalar::push_timestamp(out, raw_i64(times.as_ref(), j) * unit_ns(*unit));
+        out.push_str("\",\"Value\":");
+        push_datum(out, values.as_ref(), j)?;
+        out.push('}');
     }
     out.push_str("]}");
     Ok(())
@@ -312,6 +356,9 @@ fn push_datum(out: &mut String, a: &dyn Array, i: usize) -> Result<(), String> {
             let ns = i128::from(v.days) * 86_400_000_000_000 + i128::from(v.nanoseconds);
             push_plain(out, scalar::interval_day_to_second(ns));
         }
+        D::List(_) if series_value(a.data_type()).is_some() => {
+            push_series(out, a.as_list::<i32>().value(i).as_struct())?;
+        }
         D::List(_) => push_array(out, a.as_list::<i32>().value(i).as_ref())?,
         D::LargeList(_) => push_array(out, a.as_list::<i64>().value(i).as_ref())?,
         D::FixedSizeList(..) => push_array(out, a.as_fixed_size_list().value(i).as_ref())?,
@@ -381,6 +428,49 @@ mod tests {
             ]})
         );
         assert_eq!(row(cols, 1)["Data"][0], json!({"NullValue": true}));
+    }
+
+    #[test]
+    fn time_series_columns_are_timestream_time_series() {
+        use datafusion::arrow::array::TimestampNanosecondArray;
+        use datafusion::arrow::buffer::OffsetBuffer;
+        let points = StructArray::from(vec![
+            (
+                Arc::new(Field::new(
+                    "time",
+                    DataType::Timestamp(TimeUnit::Nanosecond, None),
+                    false,
+                )),
+                Arc::new(TimestampNanosecondArray::from(vec![
+                    1_000_000_000,
+                    2_000_000_001,
+                ])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("value", DataType::Float64, true)),
+                Arc::new(Float64Array::from(vec![Some(0.5), None])) as ArrayRef,
+            ),
+        ]);
+        let item = Arc::new(Field::new_list_field(points.data_type().clone(), true));
+        let series: ArrayRef = Arc::new(ListArray::new(
+            item,
+            OffsetBuffer::from_lengths([2]),
+            Arc::new(points),
+            None,
+        ));
+        assert_eq!(
+            row(vec![series.clone()], 0)["Data"][0],
+            json!({"TimeSeriesValue": [
+                {"Time": "1970-01-01 00:00:01.000000000", "Value": {"ScalarValue": "0.5"}},
+                {"Time": "1970-01-01 00:00:02.000000001", "Value": {"NullValue": true}},
+            ]})
+        );
+        let schema = Schema::new(vec![Field::new("ts", series.data_type().clone(), true)]);
+        assert_eq!(
+            column_infos(&schema).unwrap()[0],
+            json!({"Name": "ts", "Type": {"TimeSeriesMeasureValueColumnInfo":
+                {"Type": {"ScalarType": "DOUBLE"}}}})
+        );
     }
 
     #[test]
