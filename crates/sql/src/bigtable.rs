@@ -60,11 +60,48 @@ impl FamilyKind {
     }
 }
 
+/// Which versions of each column a table reads: GoogleSQL's table arguments
+/// (`t(with_history => TRUE, latest_n => 2, after => …)`, `t(as_of => …)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Versions {
+    /// Every version (the history form) instead of the latest per column.
+    pub history: bool,
+    /// History form: the newest this many versions of each column.
+    pub latest_n: Option<u32>,
+    /// Only cells at or after this time (microseconds).
+    pub start_us: i64,
+    /// Only cells before this time (microseconds); `None`: no bound.
+    pub end_us: Option<i64>,
+}
+
+impl Versions {
+    /// `filter` restricted to the cells of the time window.
+    fn restrict(&self, filter: RowFilter) -> RowFilter {
+        if self.start_us == 0 && self.end_us.is_none() {
+            return filter;
+        }
+        RowFilter::Chain(vec![
+            RowFilter::TimestampRange {
+                start_us: self.start_us,
+                end_us: self.end_us,
+            },
+            filter,
+        ])
+    }
+
+    /// How many versions of each column a read keeps (`None`: all).
+    fn per_column(&self) -> Option<u32> {
+        if self.history { self.latest_n } else { Some(1) }
+    }
+}
+
 /// One Bigtable table as a DataFusion table.
 #[derive(Debug)]
 pub struct BigtableTable {
     engine: Arc<Engine>,
     info: TableInfo,
+    /// Which versions of each column it reads.
+    versions: Versions,
     /// Every version (the history form) instead of the latest per column.
     history: bool,
     families: Vec<(String, FamilyKind)>,
@@ -123,15 +160,17 @@ fn timestamp_type() -> DataType {
 }
 
 impl BigtableTable {
-    /// The table `info` of `engine`, counting reads into `counters`; `history` keeps
-    /// every version; `qualifiers` says which columns of each family the query reads.
+    /// The table `info` of `engine`, counting reads into `counters`; `versions` says
+    /// which versions it reads (the history form keeps several); `qualifiers` says
+    /// which columns of each family the query reads.
     pub fn new(
         engine: Arc<Engine>,
         info: TableInfo,
-        history: bool,
+        versions: Versions,
         counters: Arc<ScanCounters>,
         qualifiers: Arc<QualifierHints>,
     ) -> Self {
+        let history = versions.history;
         let families: Vec<(String, FamilyKind)> = info
             .families
             .iter()
@@ -147,6 +186,7 @@ impl BigtableTable {
         Self {
             engine,
             info,
+            versions,
             history,
             families,
             schema: Arc::new(Schema::new(fields)),
@@ -424,9 +464,9 @@ impl Iterator for Merged {
 fn projection_filter(
     columns: &[Column],
     all_families: usize,
+    per_column: Option<u32>,
     qualifiers_of: &dyn Fn(&str) -> Option<std::collections::BTreeSet<Vec<u8>>>,
 ) -> (Option<RowFilter>, bool) {
-    let history = columns.iter().any(|c| matches!(c, Column::History(..)));
     let families: Vec<&str> = columns
         .iter()
         .filter_map(|c| match c {
@@ -448,11 +488,7 @@ fn projection_filter(
             true,
         );
     }
-    let latest = if history {
-        RowFilter::PassAll
-    } else {
-        RowFilter::CellsPerColumnLimit(1)
-    };
+    let latest = per_column.map_or(RowFilter::PassAll, RowFilter::CellsPerColumnLimit);
     if wants_time {
         // The timestamp looks at every family.
         return (Some(latest), true);
@@ -557,13 +593,20 @@ impl TableProvider for BigtableTable {
             ranges: keys.ranges.unwrap_or_default(),
         };
         let hints = |family: &str| self.qualifiers.qualifiers(family);
-        let (filter, complete) = projection_filter(&columns, self.families.len(), &hints);
+        let (filter, complete) = projection_filter(
+            &columns,
+            self.families.len(),
+            self.versions.per_column(),
+            &hints,
+        );
+        let filter = filter.map(|f| self.versions.restrict(f));
+        // A row is there when it has a cell in the window.
         let keys_request = (!complete).then(|| ReadRequest {
             rows: rows.clone(),
-            filter: Some(RowFilter::Chain(vec![
+            filter: Some(self.versions.restrict(RowFilter::Chain(vec![
                 RowFilter::CellsPerRowLimit(1),
                 RowFilter::StripValue,
-            ])),
+            ]))),
             limit: limit.map(|l| l as u64),
             reversed: false,
         });

@@ -15,7 +15,7 @@ use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::Expr;
 
-use crate::bigtable::BigtableTable;
+use crate::bigtable::{BigtableTable, Versions};
 use crate::qualifiers::QualifierHints;
 use crate::series::SeriesTable;
 use crate::stats::ScanCounters;
@@ -76,8 +76,8 @@ pub struct BigtableTables {
 }
 
 impl BigtableTables {
-    /// Table `name` (every version when `history`), `None` if it does not exist.
-    fn open(&self, name: &str, history: bool) -> DfResult<Option<BigtableTable>> {
+    /// Table `name` reading `versions`, `None` if it does not exist.
+    fn open(&self, name: &str, versions: Versions) -> DfResult<Option<BigtableTable>> {
         let Some(instance) = &self.instance else {
             return Ok(None);
         };
@@ -85,7 +85,7 @@ impl BigtableTables {
             Ok(info) => Ok(Some(BigtableTable::new(
                 self.engine.clone(),
                 info,
-                history,
+                versions,
                 self.counters.clone(),
                 self.qualifiers.clone(),
             ))),
@@ -109,7 +109,7 @@ impl SchemaProvider for BigtableTables {
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
         Ok(self
-            .open(name, false)?
+            .open(name, Versions::default())?
             .map(|t| Arc::new(t) as Arc<dyn TableProvider>))
     }
 
@@ -154,16 +154,28 @@ impl SchemaProvider for DatabaseSchema {
     }
 }
 
-/// `bigtable_history('t')`: table `t` of the query's instance with every version.
+/// `bigtable_history('t')`: table `t` of the query's instance with every version;
+/// `bigtable_history('t', 'argument', value, …)`: with GoogleSQL's table arguments
+/// (`with_history`, `latest_n`, `after`, `after_or_equal`, `before`,
+/// `before_or_equal`, `as_of`), which is what `t(argument => value, …)` becomes.
 #[derive(Debug)]
 pub struct HistoryFunction(pub(crate) BigtableTables);
 
 impl TableFunctionImpl for HistoryFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
-        let [Expr::Literal(ScalarValue::Utf8(Some(name)), _)] = args.exprs() else {
-            return plan_err!("{HISTORY_FUNCTION}() takes one argument, a table name in quotes");
+        let exprs = args.exprs();
+        let Some(Expr::Literal(ScalarValue::Utf8(Some(name)), _)) = exprs.first() else {
+            return plan_err!("{HISTORY_FUNCTION}() takes a table name in quotes first");
         };
-        match self.0.open(name, true)? {
+        let versions = if exprs.len() == 1 {
+            Versions {
+                history: true,
+                ..Versions::default()
+            }
+        } else {
+            crate::versions::parse(&exprs[1..], args.session())?
+        };
+        match self.0.open(name, versions)? {
             Some(t) => Ok(Arc::new(t)),
             None => plan_err!("table '{name}' not found"),
         }

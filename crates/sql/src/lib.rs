@@ -24,6 +24,7 @@ mod builder;
 pub mod catalog;
 mod error;
 mod functions;
+mod googlesql;
 mod interpolate;
 mod keyrange;
 mod latest_join;
@@ -36,6 +37,7 @@ pub mod rewrite;
 mod series;
 mod source;
 mod stats;
+mod versions;
 
 use std::sync::Arc;
 
@@ -151,7 +153,10 @@ impl SqlEngine {
         // Table, database and column names are case-sensitive, as in Bigtable and
         // Timestream (function names stay case-insensitive).
         config.options_mut().sql_parser.enable_ident_normalization = false;
-        let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![Arc::new(planner::BytesMapAccess)];
+        let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![
+            Arc::new(planner::BytesMapAccess),
+            Arc::new(googlesql::SubstrPlanner),
+        ];
         planners.extend(SessionStateDefaults::default_expr_planners());
         let mut base = SessionStateBuilder::new()
             .with_config(config)
@@ -162,6 +167,7 @@ impl SqlEngine {
             .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
             .build();
         functions::register(&mut base)?;
+        googlesql::register(&mut base)?;
         Ok(Self { engine, ts, base })
     }
 

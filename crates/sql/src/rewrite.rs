@@ -5,8 +5,11 @@
 //!   as a cast) becomes the quoted identifier `"measure_value::double"`;
 //! - duration literals `15s`, `1h`, `500ms`, `2d` become `INTERVAL '15 seconds'`, …;
 //! - GoogleSQL parameters `@name` become DataFusion's `$name`;
-//! - GoogleSQL's history form `t(with_history => TRUE)` becomes the table function
-//!   call `bigtable_history('t')`.
+//! - GoogleSQL bytes literals `b'…'` (with their `\xHH`, `\n`, … escapes) become hex
+//!   literals `X'…'`;
+//! - GoogleSQL's table with named arguments, `t(with_history => TRUE, latest_n => 2,
+//!   after => …)`, becomes the table function call `bigtable_history('t',
+//!   'with_history', TRUE, 'latest_n', 2, 'after', …)` (each value rewritten too).
 
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -55,13 +58,18 @@ pub fn rewrite(sql: &str) -> Result<String> {
     while i < tokens.len() {
         let tok = &tokens[i].token;
         if let Token::Word(w) = tok
-            && let Some(end) = with_history_call(&tokens, i)
+            && let Some((end, args)) = named_arguments(&tokens, i)
         {
             out.push_str(&format!(
-                "{}('{}')",
+                "{}('{}'",
                 crate::catalog::HISTORY_FUNCTION,
                 w.value.replace('\'', "''")
             ));
+            for (name, values) in args {
+                let value: String = values.map(text).collect();
+                out.push_str(&format!(", '{name}', {}", rewrite(value.trim())?));
+            }
+            out.push(')');
             i = end + 1;
             continue;
         }
@@ -92,6 +100,17 @@ pub fn rewrite(sql: &str) -> Result<String> {
             }
         }
         // <number><unit>, as one number token followed at once by a unit word.
+        if let Token::SingleQuotedByteStringLiteral(b) | Token::DoubleQuotedByteStringLiteral(b) =
+            tok
+        {
+            out.push_str("X'");
+            for byte in unescape_bytes(b) {
+                out.push_str(&format!("{byte:02X}"));
+            }
+            out.push('\'');
+            i += 1;
+            continue;
+        }
         if let Token::Number(n, false) = tok
             && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
             && w.quote_style.is_none()
@@ -108,22 +127,105 @@ pub fn rewrite(sql: &str) -> Result<String> {
     Ok(out)
 }
 
-/// If `name ( with_history => TRUE )` starts at token `i`, the index of its `)`.
-fn with_history_call(tokens: &[TokenWithSpan], i: usize) -> Option<usize> {
-    let mut rest = tokens
-        .iter()
-        .enumerate()
-        .skip(i + 1)
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)));
-    let mut next = || rest.next();
-    matches!(next()?.1.token, Token::LParen).then_some(())?;
-    matches!(&next()?.1.token, Token::Word(w) if w.value.eq_ignore_ascii_case("with_history"))
-        .then_some(())?;
-    matches!(next()?.1.token, Token::RArrow).then_some(())?;
-    matches!(&next()?.1.token, Token::Word(w) if w.value.eq_ignore_ascii_case("true"))
-        .then_some(())?;
-    let (end, close) = next()?;
-    matches!(close.token, Token::RParen).then_some(end)
+/// The bytes of a GoogleSQL bytes literal's text: `\xHH`, octal `\NNN`, `\n`, `\r`,
+/// `\t`, `\\`, and a backslash before a quote; any other backslash stays.
+fn unescape_bytes(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let hex = |s: &[u8]| {
+        std::str::from_utf8(s)
+            .ok()
+            .and_then(|s| u8::from_str_radix(s, 16).ok())
+    };
+    let octal = |s: &[u8]| {
+        std::str::from_utf8(s)
+            .ok()
+            .and_then(|s| u8::from_str_radix(s, 8).ok())
+    };
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 == b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let (byte, used) = match b[i + 1] {
+            b'x' | b'X' => match b.get(i + 2..i + 4).and_then(hex) {
+                Some(v) => (v, 4),
+                None => (b'\\', 1),
+            },
+            b'0'..=b'7' => match b.get(i + 1..i + 4).and_then(octal) {
+                Some(v) => (v, 4),
+                None => (b'\\', 1),
+            },
+            b'n' => (b'\n', 2),
+            b'r' => (b'\r', 2),
+            b't' => (b'\t', 2),
+            c @ (b'\\' | b'\'' | b'"' | b'`' | b'?') => (c, 2),
+            _ => (b'\\', 1),
+        };
+        out.push(byte);
+        i += used;
+    }
+    out
+}
+
+/// The named arguments GoogleSQL for Bigtable gives a table in FROM.
+const TABLE_ARGUMENTS: [&str; 7] = [
+    "with_history",
+    "latest_n",
+    "after",
+    "before",
+    "after_or_equal",
+    "before_or_equal",
+    "as_of",
+];
+
+/// If `name ( argument => value, … )` with GoogleSQL's table arguments starts at token
+/// `i`: the index of its `)`, and each argument's name (lowercase) with the token
+/// indexes of its value.
+#[expect(clippy::type_complexity, reason = "a private helper's one result")]
+fn named_arguments(
+    tokens: &[TokenWithSpan],
+    i: usize,
+) -> Option<(usize, Vec<(String, std::ops::Range<usize>)>)> {
+    let significant = |from: usize| {
+        (from..tokens.len()).find(|&j| !matches!(tokens[j].token, Token::Whitespace(_)))
+    };
+    let open = significant(i + 1)?;
+    matches!(tokens[open].token, Token::LParen).then_some(())?;
+    let mut args = Vec::new();
+    let mut at = open + 1;
+    loop {
+        let name_at = significant(at)?;
+        let Token::Word(name) = &tokens[name_at].token else {
+            return None;
+        };
+        let name = name.value.to_ascii_lowercase();
+        if !TABLE_ARGUMENTS.contains(&name.as_str()) {
+            return None;
+        }
+        let arrow = significant(name_at + 1)?;
+        matches!(tokens[arrow].token, Token::RArrow).then_some(())?;
+        // The value: up to the next comma or closing parenthesis at depth 0.
+        let start = arrow + 1;
+        let mut depth = 0usize;
+        let mut end = start;
+        loop {
+            match tokens.get(end)?.token {
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket if depth > 0 => depth -= 1,
+                Token::RParen | Token::Comma if depth == 0 => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        args.push((name, start..end));
+        if matches!(tokens[end].token, Token::RParen) {
+            return Some((end, args));
+        }
+        at = end + 1;
+    }
 }
 
 /// Byte offsets of 1-based (line, column-in-chars) positions, in order.
@@ -176,12 +278,25 @@ mod tests {
     fn history_form_becomes_a_table_function() {
         assert_eq!(
             rw("SELECT * FROM `my-t`( with_history => TRUE ) WHERE x"),
-            "SELECT * FROM bigtable_history('my-t') WHERE x"
+            "SELECT * FROM bigtable_history('my-t', 'with_history', TRUE) WHERE x"
         );
         assert_eq!(
-            rw("SELECT f(with_history => FALSE)"),
-            "SELECT f(with_history => FALSE)"
+            rw(
+                "FROM t(WITH_HISTORY => TRUE, latest_n => 2, after => TIMESTAMP(@t), \
+                before => ts(1, (2)))"
+            ),
+            "FROM bigtable_history('t', 'with_history', TRUE, 'latest_n', 2, \
+             'after', TIMESTAMP($t), 'before', ts(1, (2)))"
         );
+        assert_eq!(rw("SELECT f(x => 1)"), "SELECT f(x => 1)");
+        assert_eq!(rw("SELECT f(as_of)"), "SELECT f(as_of)");
+    }
+
+    #[test]
+    fn bytes_literals_become_hex_literals() {
+        assert_eq!(rw("SELECT b'ab'"), "SELECT X'6162'");
+        assert_eq!(rw(r"SELECT B'\xff\n\\', b''"), "SELECT X'FF0A5C', X''");
+        assert_eq!(rw(r"SELECT b'\101\q'"), r"SELECT X'415C71'");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! 2. Filter: the time range as a cell-timestamp range (every pattern stamps cells
 //!    with the point's millisecond), plus the selected attributes as column ranges
 //!    where attributes are columns.
-//! 3. Each row decodes into points ([`crate::rows::decode_row`]), checked exactly
+//! 3. Each row decodes into points ([`crate::rows::decode_row_projected`]), checked exactly
 //!    against the selection (dimension values, nanosecond time bounds).
 //!
 //! In tables that seal ([`crate::seal`]), a time range starts at the block row of its
@@ -29,7 +29,7 @@ use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{DimensionPair, Measures, Point};
-use crate::rows::{cell_ts_us, decode_row, decode_row_projected, dimensions_of};
+use crate::rows::{cell_ts_us, decode_row_projected, dimensions_of};
 use crate::seal::{SUMMARY_QUALIFIER, block_cell, bucket_start_ns, is_multi, retention_horizon_us};
 use crate::store::WideColumnStore;
 
@@ -754,10 +754,12 @@ fn newest_point<S: WideColumnStore>(
         return Ok(None);
     };
     stats.cells += row.cells.len() as u64;
-    Ok(decode_row(meta, &row, store.now_us())?
-        .into_iter()
-        .filter_map(|p| keep(sel, p))
-        .max_by_key(|p| p.time_ns))
+    Ok(
+        decode_row_projected(meta, &row, store.now_us(), sel.project.as_deref())?
+            .into_iter()
+            .filter_map(|p| keep(sel, p))
+            .max_by_key(|p| p.time_ns),
+    )
 }
 
 /// The newest selected point of one series within the selection's time window, read
@@ -784,7 +786,7 @@ fn newest_in_window<S: WideColumnStore>(
     store.read_rows(&meta.store_table, req, &mut |row| {
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
-        match decode_row(meta, &row, now_us) {
+        match decode_row_projected(meta, &row, now_us, sel.project.as_deref()) {
             Ok(points) => {
                 best = points
                     .into_iter()

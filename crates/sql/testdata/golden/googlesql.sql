@@ -1,0 +1,40 @@
+-- GoogleSQL for Bigtable as Google's documentation writes it: row keys and values are BYTES.
+SELECT _key FROM users WHERE STARTS_WITH(_key, 'user#00') ORDER BY _key LIMIT 2;
+
+SELECT count(*) AS n FROM users WHERE ENDS_WITH(_key, b'5') OR STARTS_WITH(info['name'], 'gr');
+
+SELECT CAST(_key AS STRING) AS k, SPLIT(_key, '#') AS parts, LENGTH(_key) AS len, BYTE_LENGTH(info['name']) AS name_len FROM users WHERE _key = 'user#002';
+
+SELECT UPPER(info['name']) AS upper_name, LOWER(b'MiXeD') AS lower_bytes, SUBSTR(info['city'], 2, 3) AS sub, SUBSTR(info['city'], -3) AS tail FROM users WHERE _key = 'user#003';
+
+SELECT REPLACE(_key, '#', '::') AS replaced, CONCAT(info['name'], b'@', info['city']) AS joined, TO_HEX(info['age']) AS age_hex, TO_BASE64(info['name']) AS name_b64 FROM users WHERE _key = 'user#001';
+
+SELECT REGEXP_CONTAINS(info['city'], 'ing') AS has_ing, REGEXP_EXTRACT(_key, '#(\d+)') AS number FROM users ORDER BY _key;
+
+SELECT TO_INT64(info['age']) AS age, TO_FLOAT64(info['score']) AS score FROM users WHERE TO_INT64(info['age']) BETWEEN 35 AND 50 ORDER BY age;
+
+SELECT TO_INT64(info['name']) FROM users WHERE _key = 'user#001';
+
+SELECT FROM_BASE64('YWRh') AS b, FROM_HEX('61') AS h, SAFE_CONVERT_BYTES_TO_STRING(FROM_HEX('ff61')) AS s;
+
+SELECT SPLIT('a,b,,c') AS default_comma, SPLIT('abc', '') AS chars, REGEXP_EXTRACT('user-42', '[0-9]+') AS digits;
+
+SELECT SPLIT(_key) FROM users;
+
+-- Strings stay DataFusion's.
+SELECT starts_with('almanac', 'alm') AS s, length('été') AS chars, upper('abc') AS u, concat('a', NULL, 'b') AS c;
+
+-- GoogleSQL's table arguments.
+SELECT _key, info['city'] FROM users(with_history => TRUE, latest_n => 1) WHERE _key = 'user#001';
+
+SELECT _key, info['city'] FROM users(with_history => TRUE, before => TIMESTAMP '2023-11-14T22:13:00Z') WHERE _key < 'user#003';
+
+SELECT _key, info['city'] FROM users(with_history => TRUE, after => TIMESTAMP '2023-11-14T22:13:00Z') WHERE _key = 'user#001';
+
+SELECT CAST(info['city'] AS STRING) AS city FROM users(as_of => TIMESTAMP '2023-11-14T22:13:00Z');
+
+SELECT _key FROM users(latest_n => 2);
+
+SELECT _key FROM users(with_history => TRUE, as_of => TIMESTAMP '2023-11-14T22:13:00Z');
+
+SELECT _key FROM users(with_history => TRUE, latest_n => 0);
