@@ -124,6 +124,60 @@ def test_key_range_and_prefix(data_client, sql_table):
     ]
 
 
+def test_googlesql_forms_from_googles_documentation(data_client, sql_table):
+    """Forms copied from Google's GoogleSQL for Bigtable pages: string functions on BYTES
+    keys and values, TO_INT64 of a big-endian cell, 0-based SPLIT(...)[0], SELECT *."""
+    t = f"`{sql_table}`"
+    assert keys_of(data_client, f"SELECT _key FROM {t} WHERE STARTS_WITH(_key, 'a')") == [
+        b"a1",
+        b"a2",
+        b"a3",
+    ]
+    rows, cols = run(
+        data_client,
+        f"SELECT _key, TO_INT64(n['x']) AS x FROM {t} WHERE TO_INT64(n['x']) > 0",
+    )
+    assert rows == [[b"b1", 10], [b"b2", 20], [b"c1", 30]]
+    assert cols[1] == ("x", SqlType.Int64())
+    rows, cols = run(
+        data_client,
+        f"SELECT SPLIT(cf['q'], '-')[0] AS head, SPLIT(cf['q'], b'-')[OFFSET(1)] AS tail "
+        f"FROM {t} WHERE _key = 'b2'",
+    )
+    assert rows == [[b"v", b"b2"]]
+    assert cols == [("head", SqlType.Bytes()), ("tail", SqlType.Bytes())]
+    rows, _ = run(
+        data_client,
+        f"SELECT _key FROM {t} WHERE REGEXP_CONTAINS(cf['q'], '^v-[ab]2$')",
+    )
+    assert rows == [[b"a2"], [b"b2"]]
+    _, cols = run(data_client, f"SELECT * FROM {t} WHERE _key = 'a1'")
+    names = [name for name, _ in cols]
+    assert names[0] == "_key" and sorted(names[1:]) == ["agg", "cf", "n"], names
+
+
+def test_table_arguments_pick_versions(data_client, sql_table):
+    """`t(with_history => TRUE, latest_n => 1)` and `t(as_of => …)` as Google documents."""
+    t = f"`{sql_table}`"
+    rows, _ = run(
+        data_client,
+        f"SELECT _key, cf['q'] AS q FROM {t}(with_history => TRUE, latest_n => 1) "
+        "WHERE _key = 'a1'",
+    )
+    [[key, versions]] = rows
+    assert key == b"a1" and len(versions) == 1
+    assert versions[0]["value"] == b"v-a1"
+    before = WRITTEN_AT - dt.timedelta(seconds=1)
+    rows, _ = run(
+        data_client,
+        f"SELECT _key FROM {t}(as_of => TIMESTAMP '{before.isoformat()}')",
+    )
+    assert rows == []
+    with pytest.raises(gexc.InvalidArgument) as e:
+        run(data_client, f"SELECT _key FROM {t}(latest_n => 2)")
+    assert "with_history" in str(e.value)
+
+
 def test_in_list(data_client, sql_table):
     got = keys_of(data_client, f"SELECT _key FROM `{sql_table}` WHERE _key IN ('c1', 'a1', 'zz')")
     assert got == [b"a1", b"c1"]
@@ -403,11 +457,8 @@ def test_schema_change_after_prepare_fails_precondition(admin_client, instance, 
         prepared = gapic.prepare_query(
             request={"instance_name": name, "query": f"SELECT * FROM `{table_id}`"}, timeout=30
         )
-        assert [c.name for c in prepared.metadata.proto_schema.columns] == [
-            "_key",
-            "_timestamp",
-            "cf",
-        ]
+        # GoogleSQL's SELECT *: the row key and one map per family, no _timestamp.
+        assert [c.name for c in prepared.metadata.proto_schema.columns] == ["_key", "cf"]
         admin_client.table_admin_client.modify_column_families(
             request={
                 "name": f"{instance.name}/tables/{table_id}",

@@ -76,7 +76,7 @@ pub async fn prepare_query(
     let param_types: BTreeMap<String, pb::Type> = req.param_types.into_iter().collect();
     let params = bind(&param_types, &HashMap::new(), Binding::TypedNulls)?;
     let prepared = sql
-        .prepare(&req.query, &Scope::instance(instance.clone()), params)
+        .prepare(&req.query, &Scope::googlesql(instance.clone()), params)
         .await
         .status()?;
     check_declared(&req.query, &param_types)?;
@@ -127,7 +127,7 @@ pub async fn execute_query(
     check_text(&query)?;
     let params = bind(&param_types, &req.params, Binding::Values)?;
     let prepared = sql
-        .prepare(&query, &Scope::instance(instance), params)
+        .prepare(&query, &Scope::googlesql(instance), params)
         .await
         .status()?;
     if prepared_crc.is_none() {

@@ -22,6 +22,7 @@ mod bigtable;
 mod bucket_aggregates;
 mod builder;
 pub mod catalog;
+mod dialect;
 mod error;
 mod functions;
 mod googlesql;
@@ -47,6 +48,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{CatalogProviderList, MemoryCatalogProviderList};
 use datafusion::common::ParamValues;
+use datafusion::execution::FunctionRegistry as _;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::SessionStateDefaults;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, SessionState};
@@ -54,6 +56,7 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::planner::ExprPlanner;
 
 pub use datafusion::arrow;
+pub use dialect::Dialect;
 pub use error::{Error, Result};
 pub use stats::{ScanCounters, ScanTotals};
 
@@ -62,13 +65,24 @@ pub use stats::{ScanCounters, ScanTotals};
 pub struct Scope {
     /// The Bigtable instance (`projects/p/instances/i`) whose tables are the bare names.
     pub instance: Option<String>,
+    /// The SQL the text is written in.
+    pub dialect: Dialect,
 }
 
 impl Scope {
-    /// Bare names are tables of `instance`.
+    /// Bare names are tables of `instance`; Timestream's dialect.
     pub fn instance(instance: impl Into<String>) -> Self {
         Self {
             instance: Some(instance.into()),
+            dialect: Dialect::Timestream,
+        }
+    }
+
+    /// GoogleSQL for Bigtable over the tables of `instance` (ExecuteQuery).
+    pub fn googlesql(instance: impl Into<String>) -> Self {
+        Self {
+            instance: Some(instance.into()),
+            dialect: Dialect::GoogleSql,
         }
     }
 }
@@ -134,7 +148,10 @@ impl QueryOutput {
 pub struct SqlEngine {
     engine: Arc<Engine>,
     ts: Arc<TimeSeries<EmbeddedStore>>,
+    /// The session every Timestream query starts from.
     base: SessionState,
+    /// The session every GoogleSQL query starts from ([`Dialect::GoogleSql`]).
+    google: SessionState,
 }
 
 impl std::fmt::Debug for SqlEngine {
@@ -153,22 +170,14 @@ impl SqlEngine {
         // Table, database and column names are case-sensitive, as in Bigtable and
         // Timestream (function names stay case-insensitive).
         config.options_mut().sql_parser.enable_ident_normalization = false;
-        let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![
-            Arc::new(planner::BytesMapAccess),
-            Arc::new(googlesql::SubstrPlanner),
-        ];
-        planners.extend(SessionStateDefaults::default_expr_planners());
-        let mut base = SessionStateBuilder::new()
-            .with_config(config)
-            .with_default_features()
-            .with_expr_planners(planners)
-            .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
-            .with_optimizer_rule(Arc::new(newest_max::NewestMax))
-            .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
-            .build();
-        functions::register(&mut base)?;
-        googlesql::register(&mut base)?;
-        Ok(Self { engine, ts, base })
+        let base = session(config.clone(), Dialect::Timestream)?;
+        let google = session(config, Dialect::GoogleSql)?;
+        Ok(Self {
+            engine,
+            ts,
+            base,
+            google,
+        })
     }
 
     /// Parses and plans `sql` with `params` bound to its `$name` / `@name` placeholders.
@@ -180,7 +189,13 @@ impl SqlEngine {
     ) -> Result<Prepared> {
         let counters = Arc::new(ScanCounters::default());
         let qualifiers = Arc::new(qualifiers::QualifierHints::default());
-        if let Some(statement) = metadata::parse(sql)? {
+        let base = match scope.dialect {
+            Dialect::Timestream => &self.base,
+            Dialect::GoogleSql => &self.google,
+        };
+        if scope.dialect == Dialect::Timestream
+            && let Some(statement) = metadata::parse(sql)?
+        {
             let batch = metadata::answer(&self.ts, &statement)?;
             let frame = SessionContext::new_with_state(self.base.clone()).read_batch(batch)?;
             return Ok(Prepared {
@@ -206,7 +221,7 @@ impl SqlEngine {
                 counters: counters.clone(),
             }),
         );
-        let state = SessionStateBuilder::new_from_existing(self.base.clone())
+        let state = SessionStateBuilder::new_from_existing(base.clone())
             .with_catalog_list(Arc::new(catalogs) as Arc<dyn CatalogProviderList>)
             .build();
         let ctx = SessionContext::new_with_state(state);
@@ -218,10 +233,20 @@ impl SqlEngine {
             .with_allow_ddl(false)
             .with_allow_dml(false)
             .with_allow_statements(false);
-        let mut frame = ctx
-            .sql_with_options(&sql, options)
-            .await
-            .map_err(|e| at_end_if_unplaced(Error::from(e), &sql))?;
+        let plan = async {
+            let state = ctx.state();
+            let dialect = state.config().options().sql_parser.dialect;
+            let mut statement = state.sql_to_statement(&sql, &dialect)?;
+            if scope.dialect == Dialect::GoogleSql {
+                dialect::exclude_timestamp(&mut statement);
+            }
+            let plan = state.statement_to_plan(statement).await?;
+            options.verify_plan(&plan)?;
+            Ok::<_, datafusion::error::DataFusionError>(plan)
+        }
+        .await
+        .map_err(|e| at_end_if_unplaced(Error::from(e), &sql))?;
+        let mut frame = ctx.execute_logical_plan(plan).await?;
         if let Some(p) = params {
             frame = frame.with_param_values(p)?;
         }
@@ -238,6 +263,35 @@ impl SqlEngine {
     pub async fn query(&self, sql: &str, scope: &Scope) -> Result<QueryOutput> {
         self.prepare(sql, scope, None).await?.collect().await
     }
+}
+
+/// The session a dialect's queries start from: Almanac's planners and optimizer
+/// rules, DataFusion's functions, and Timestream's and GoogleSQL's.
+fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
+    let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![
+        Arc::new(planner::BytesMapAccess),
+        Arc::new(googlesql::SubstrPlanner),
+    ];
+    if dialect == Dialect::GoogleSql {
+        planners.push(Arc::new(dialect::ZeroBasedArrays));
+    }
+    planners.extend(SessionStateDefaults::default_expr_planners());
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_expr_planners(planners)
+        .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
+        .with_optimizer_rule(Arc::new(newest_max::NewestMax))
+        .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
+        .build();
+    functions::register(&mut state)?;
+    googlesql::register(&mut state)?;
+    if dialect == Dialect::GoogleSql {
+        for f in dialect::markers() {
+            state.register_udf(Arc::new(f))?;
+        }
+    }
+    Ok(state)
 }
 
 /// The parser gives no position for an error at the end of the text ("found: EOF");

@@ -3,6 +3,8 @@
 //! (engine mutations for Bigtable tables, `write_records` for Timestream tables). The
 //! results, errors and storage counters (rows and cells read for the rows returned,
 //! which pins pushdown) are printed and compared with the `.result` file beside it.
+//! `bigtable.sql` and `googlesql.sql` run in GoogleSQL's dialect (as ExecuteQuery
+//! does), the others in Timestream's (as the Query API does).
 //! `UPDATE_GOLDEN=1 cargo test -p almanac-sql --test golden` rewrites the files.
 
 use std::fmt::Write as _;
@@ -220,7 +222,16 @@ fn statements(text: &str) -> Vec<String> {
 async fn run_file(sql: &SqlEngine, path: &Path) -> Result<String> {
     let text = std::fs::read_to_string(path)?;
     let mut out = String::new();
-    let scope = Scope::instance(INSTANCE);
+    // Bigtable tables are read in GoogleSQL, as ExecuteQuery does; the rest in
+    // Timestream's SQL, as the Query API does.
+    let google = ["bigtable.sql", "googlesql.sql"]
+        .iter()
+        .any(|f| path.ends_with(f));
+    let scope = if google {
+        Scope::googlesql(INSTANCE)
+    } else {
+        Scope::instance(INSTANCE)
+    };
     for stmt in statements(&text) {
         writeln!(out, "{stmt}")?;
         let query = stmt.trim_end_matches(';');

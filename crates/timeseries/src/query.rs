@@ -29,7 +29,7 @@ use crate::error::Result;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{DimensionPair, Measures, Point};
-use crate::rows::{cell_ts_us, decode_row_projected, dimensions_of};
+use crate::rows::{cell_ts_us, decode_row_projected, decode_row_within, dimensions_of};
 use crate::seal::{SUMMARY_QUALIFIER, block_cell, bucket_start_ns, is_multi, retention_horizon_us};
 use crate::store::WideColumnStore;
 
@@ -719,6 +719,22 @@ pub fn latest<S: WideColumnStore>(
     Ok((out, stats))
 }
 
+/// The points of `row` the newest selected point is among: a sealed block's newest
+/// point in the window only (unless the selection keeps points by their attributes,
+/// which the newest point may lack), and every row-form point.
+fn decode_newest(
+    meta: &TableMeta,
+    sel: &Selection,
+    row: &Row,
+    now_us: i64,
+) -> Result<Vec<Point<'static>>> {
+    let window = sel
+        .attributes
+        .is_none()
+        .then_some((sel.start_ns, sel.end_ns));
+    decode_row_within(meta, row, now_us, sel.project.as_deref(), window)
+}
+
 /// The newest selected point of one series: in its newest row (`first`, the series'
 /// first row in key order, when time is reversed; else one more read).
 fn newest_point<S: WideColumnStore>(
@@ -786,7 +802,7 @@ fn newest_in_window<S: WideColumnStore>(
     store.read_rows(&meta.store_table, req, &mut |row| {
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
-        match decode_row_projected(meta, &row, now_us, sel.project.as_deref()) {
+        match decode_newest(meta, sel, &row, now_us) {
             Ok(points) => {
                 best = points
                     .into_iter()

@@ -235,6 +235,18 @@ pub fn decode_row_projected(
     now_us: i64,
     project: Option<&[String]>,
 ) -> Result<Vec<Point<'static>>> {
+    decode_row_within(meta, row, now_us, project, None)
+}
+
+/// [`decode_row_projected`] keeping, of a sealed block, only its newest point with
+/// `start <= time < end` (`newest_in`); row-form cells are decoded whole.
+pub fn decode_row_within(
+    meta: &TableMeta,
+    row: &Row,
+    now_us: i64,
+    project: Option<&[String]>,
+    newest_in: Option<(i64, i64)>,
+) -> Result<Vec<Point<'static>>> {
     let layout = &meta.layout;
     let bucketed = layout.pattern.is_bucketed();
     let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
@@ -314,7 +326,16 @@ pub fn decode_row_projected(
     }
     let dimensions = dimensions_of(schema, &parts);
     let mut out = match block {
-        Some(value) => decode_block_cell(meta, &parts, multi, &dimensions, value, now_us, project)?,
+        Some(value) => decode_block_cell(
+            meta,
+            &parts,
+            multi,
+            &dimensions,
+            value,
+            now_us,
+            project,
+            newest_in,
+        )?,
         None => Vec::with_capacity(slots.len()),
     };
     for (slot, part) in slots {

@@ -178,6 +178,14 @@ pub(crate) fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
 /// MULTI measure), less those whose cell time the table's retention has collected at
 /// `now_us` (the store's clock), as GC would. With `project`, only those attributes of
 /// a MULTI block are decoded.
+///
+/// With `newest_in` `(start, end)`, only the newest point with `start <= time < end`
+/// becomes a [`Point`] (each point carries its own copy of the dimensions, which is
+/// most of the cost of decoding a block into points).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the row's parts, decoded once by the caller"
+)]
 pub fn decode_block_cell(
     meta: &TableMeta,
     parts: &KeyParts,
@@ -186,10 +194,19 @@ pub fn decode_block_cell(
     value: &[u8],
     now_us: i64,
     project: Option<&[String]>,
+    newest_in: Option<(i64, i64)>,
 ) -> Result<Vec<Point<'static>>> {
     let horizon_us = retention_horizon_us(meta, now_us);
     let keep = |name: &str| project.is_none_or(|p| p.iter().any(|a| a == name));
-    Ok(decode_block_keeping(value, multi, &keep)?
+    let mut points = decode_block_keeping(value, multi, &keep)?;
+    if let Some((start, end)) = newest_in {
+        // Block points are in time order.
+        let newest = points
+            .iter()
+            .rposition(|p| p.time_ns >= start && p.time_ns < end);
+        points = newest.map(|i| points.swap_remove(i)).into_iter().collect();
+    }
+    Ok(points
         .into_iter()
         .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
         .map(|p| Point {

@@ -165,6 +165,7 @@ pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result
         .map_err(|e| OpError::Internal(format!("query slots: {e}")))?;
     let scope = Scope {
         instance: cx.instance.clone(),
+        dialect: almanac_sql::Dialect::Timestream,
     };
     let prepared = app.sql.prepare(sql, &scope, None).await?;
     let columns = query_wire::column_infos(&prepared.schema).map_err(OpError::Result)?;

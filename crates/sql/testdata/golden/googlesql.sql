@@ -38,3 +38,14 @@ SELECT _key FROM users(latest_n => 2);
 SELECT _key FROM users(with_history => TRUE, as_of => TIMESTAMP '2023-11-14T22:13:00Z');
 
 SELECT _key FROM users(with_history => TRUE, latest_n => 0);
+
+-- Arrays count from 0, as in GoogleSQL; SELECT * has no _timestamp.
+SELECT SPLIT(_key, '#')[0] AS kind, SPLIT(_key, '#')[OFFSET(1)] AS id, SPLIT(_key, '#')[ORDINAL(1)] AS first, SPLIT(_key, '#')[SAFE_OFFSET(5)] AS none FROM users WHERE _key = 'user#004';
+
+SELECT * FROM users WHERE _key = 'user#005';
+
+SELECT * EXCLUDE (counts) FROM users WHERE _key = 'user#005';
+
+SELECT _key, _timestamp FROM users WHERE _key = 'user#005';
+
+WITH k AS (SELECT _key, _timestamp FROM users WHERE _key = 'user#005') SELECT * FROM k;

@@ -1,0 +1,210 @@
+//! The two SQL dialects Almanac answers, and where they differ.
+//!
+//! - **Timestream** (the Query API, `almanac sql`): Presto's arrays count from 1.
+//! - **GoogleSQL for Bigtable** (ExecuteQuery): arrays count from 0 — `a[0]`,
+//!   `a[OFFSET(0)]`, `a[SAFE_OFFSET(0)]`, `a[ORDINAL(1)]`, `a[SAFE_ORDINAL(1)]`
+//!   ([`ZeroBasedArrays`]); an index past the end gives NULL, where GoogleSQL fails
+//!   the query for `OFFSET` and `ORDINAL`. `SELECT *` over one Bigtable table gives
+//!   `_key` and the families, as GoogleSQL does; `_timestamp` (the row's newest cell)
+//!   stays selectable by name ([`exclude_timestamp`]).
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::expr::GetFieldAccess;
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawFieldAccessExpr};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility, lit,
+};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    ExcludeSelectItem, Ident, ObjectName, Query, SelectItem, SetExpr, TableFactor, VisitMut,
+    VisitorMut,
+};
+
+use crate::bigtable::TIMESTAMP_COLUMN;
+
+/// Which SQL a query is written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// Timestream's (the Query API): arrays count from 1.
+    #[default]
+    Timestream,
+    /// GoogleSQL for Bigtable (ExecuteQuery): arrays count from 0, `SELECT *` has no
+    /// `_timestamp`.
+    GoogleSql,
+}
+
+/// GoogleSQL's subscript markers: `OFFSET` and `SAFE_OFFSET` count from 0, `ORDINAL`
+/// and `SAFE_ORDINAL` from 1. Outside a subscript each is its argument.
+const MARKERS: [(&str, i64); 4] = [
+    ("offset", 1),
+    ("safe_offset", 1),
+    ("ordinal", 0),
+    ("safe_ordinal", 0),
+];
+
+/// An index marker of [`MARKERS`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Marker {
+    name: &'static str,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Marker {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        Ok(args.args[0].clone())
+    }
+}
+
+/// The subscript markers as functions (GoogleSQL's session only).
+pub(crate) fn markers() -> Vec<ScalarUDF> {
+    MARKERS
+        .iter()
+        .map(|(name, _)| {
+            ScalarUDF::from(Marker {
+                name,
+                signature: Signature::exact(vec![DataType::Int64], Volatility::Immutable),
+            })
+        })
+        .collect()
+}
+
+/// `a[i]` on an array, counted from 0, or with GoogleSQL's markers.
+#[derive(Debug, Default)]
+pub struct ZeroBasedArrays;
+
+impl ExprPlanner for ZeroBasedArrays {
+    fn plan_field_access(
+        &self,
+        expr: RawFieldAccessExpr,
+        schema: &DFSchema,
+    ) -> DfResult<PlannerResult<RawFieldAccessExpr>> {
+        let GetFieldAccess::ListIndex { key } = &expr.field_access else {
+            return Ok(PlannerResult::Original(expr));
+        };
+        let is_list = matches!(
+            expr.expr.get_type(schema)?,
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+        );
+        if !is_list {
+            return Ok(PlannerResult::Original(expr));
+        }
+        // The 1-based index DataFusion's array_element takes.
+        let index = match key.as_ref() {
+            Expr::ScalarFunction(f) if f.args.len() == 1 => {
+                let name = f.func.name().to_ascii_lowercase();
+                match MARKERS.iter().find(|(m, _)| *m == name) {
+                    Some((_, add)) => f.args[0].clone() + lit(ScalarValue::Int64(Some(*add))),
+                    None => *key.clone() + lit(1i64),
+                }
+            }
+            other => other.clone() + lit(1i64),
+        };
+        Ok(PlannerResult::Planned(
+            datafusion::functions_nested::expr_fn::array_element(expr.expr, index),
+        ))
+    }
+}
+
+/// Whether a FROM relation is one Bigtable table (a bare name that is not a CTE, or
+/// the history table function).
+fn is_bigtable(factor: &TableFactor, ctes: &HashSet<String>) -> bool {
+    match factor {
+        TableFactor::Table { name, .. } => match name.0.as_slice() {
+            [part] => part.as_ident().is_some_and(|i| !ctes.contains(&i.value)),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Adds `EXCLUDE (_timestamp)` to `*` in the SELECTs of `body` that read one
+/// Bigtable table.
+fn exclude_in(body: &mut SetExpr, ctes: &HashSet<String>) {
+    match body {
+        SetExpr::Select(select) => {
+            let one_table = matches!(select.from.as_slice(),
+                [t] if t.joins.is_empty() && is_bigtable(&t.relation, ctes));
+            if !one_table {
+                return;
+            }
+            for item in &mut select.projection {
+                let SelectItem::Wildcard(options) = item else {
+                    continue;
+                };
+                let column = ObjectName::from(vec![Ident::new(TIMESTAMP_COLUMN)]);
+                options.opt_exclude = match options.opt_exclude.take() {
+                    None => Some(ExcludeSelectItem::Single(column)),
+                    Some(ExcludeSelectItem::Single(one)) => {
+                        Some(ExcludeSelectItem::Multiple(vec![one, column]))
+                    }
+                    Some(ExcludeSelectItem::Multiple(mut many)) => {
+                        many.push(column);
+                        Some(ExcludeSelectItem::Multiple(many))
+                    }
+                };
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            exclude_in(left, ctes);
+            exclude_in(right, ctes);
+        }
+        SetExpr::Query(q) => exclude_in(&mut q.body, ctes),
+        _ => {}
+    }
+}
+
+struct CteNames(HashSet<String>);
+
+impl VisitorMut for CteNames {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.0.insert(cte.alias.name.value.clone());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+struct Exclude(Arc<HashSet<String>>);
+
+impl VisitorMut for Exclude {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        exclude_in(&mut query.body, &self.0);
+        ControlFlow::Continue(())
+    }
+}
+
+/// GoogleSQL's `SELECT *` over a Bigtable table: `_key` and the families, without
+/// `_timestamp`.
+pub(crate) fn exclude_timestamp(statement: &mut DfStatement) {
+    let DfStatement::Statement(s) = statement else {
+        return;
+    };
+    let mut ctes = CteNames(HashSet::new());
+    let _ = s.visit(&mut ctes);
+    let _ = s.visit(&mut Exclude(Arc::new(ctes.0)));
+}
