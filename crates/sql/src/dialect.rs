@@ -7,6 +7,9 @@
 //!   the query for `OFFSET` and `ORDINAL`. `SELECT *` over one Bigtable table gives
 //!   `_key` and the families, as GoogleSQL does; `_timestamp` (the row's newest cell)
 //!   stays selectable by name ([`exclude_timestamp`]).
+//! - In Timestream's, a select-list expression without an alias is named by its
+//!   position, `_col0`, `_col1`, … ([`name_unnamed_columns`]), as Timestream names
+//!   it; a plain column keeps its name.
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -23,8 +26,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    ExcludeSelectItem, Ident, ObjectName, Query, SelectItem, SetExpr, TableFactor, VisitMut,
-    VisitorMut,
+    ExcludeSelectItem, Expr as SqlExpr, Ident, ObjectName, Query, SelectItem, SetExpr,
+    Statement as SqlStatement, TableFactor, VisitMut, VisitorMut,
 };
 
 use crate::bigtable::TIMESTAMP_COLUMN;
@@ -207,4 +210,43 @@ pub(crate) fn exclude_timestamp(statement: &mut DfStatement) {
     let mut ctes = CteNames(HashSet::new());
     let _ = s.visit(&mut ctes);
     let _ = s.visit(&mut Exclude(Arc::new(ctes.0)));
+}
+
+/// Timestream's names for unnamed select-list expressions of the outermost query:
+/// `_col` and the position.
+pub(crate) fn name_unnamed_columns(statement: &mut DfStatement) {
+    let DfStatement::Statement(s) = statement else {
+        return;
+    };
+    let SqlStatement::Query(query) = s.as_mut() else {
+        return;
+    };
+    let mut body = query.body.as_mut();
+    // A set operation takes its names from its first SELECT.
+    loop {
+        match body {
+            SetExpr::SetOperation { left, .. } => body = left.as_mut(),
+            SetExpr::Query(q) => body = q.body.as_mut(),
+            _ => break,
+        }
+    }
+    let SetExpr::Select(select) = body else {
+        return;
+    };
+    for (i, item) in select.projection.iter_mut().enumerate() {
+        let SelectItem::UnnamedExpr(expr) = item else {
+            continue;
+        };
+        if matches!(
+            expr,
+            SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_)
+        ) {
+            continue;
+        }
+        let alias = Ident::new(format!("_col{i}"));
+        *item = SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias,
+        };
+    }
 }

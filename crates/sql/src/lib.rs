@@ -33,6 +33,7 @@ mod metadata;
 mod newest_max;
 mod partials;
 mod planner;
+mod presto;
 mod qualifiers;
 pub mod rewrite;
 mod series;
@@ -221,9 +222,12 @@ impl SqlEngine {
                 counters: counters.clone(),
             }),
         );
-        let state = SessionStateBuilder::new_from_existing(base.clone())
-            .with_catalog_list(Arc::new(catalogs) as Arc<dyn CatalogProviderList>)
-            .build();
+        // A clone, not a rebuild: SessionStateBuilder::new_from_existing registers
+        // every function again in no set order, and a DataFusion function whose alias
+        // is one of ours (map_extract's element_at, to_char's date_format,
+        // character_length's length) could then win over ours.
+        let mut state = base.clone();
+        state.register_catalog_list(Arc::new(catalogs) as Arc<dyn CatalogProviderList>);
         let ctx = SessionContext::new_with_state(state);
         ctx.register_udtf(
             catalog::HISTORY_FUNCTION,
@@ -237,8 +241,9 @@ impl SqlEngine {
             let state = ctx.state();
             let dialect = state.config().options().sql_parser.dialect;
             let mut statement = state.sql_to_statement(&sql, &dialect)?;
-            if scope.dialect == Dialect::GoogleSql {
-                dialect::exclude_timestamp(&mut statement);
+            match scope.dialect {
+                Dialect::GoogleSql => dialect::exclude_timestamp(&mut statement),
+                Dialect::Timestream => dialect::name_unnamed_columns(&mut statement),
             }
             let plan = state.statement_to_plan(statement).await?;
             options.verify_plan(&plan)?;
@@ -286,10 +291,13 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
         .build();
     functions::register(&mut state)?;
     googlesql::register(&mut state)?;
-    if dialect == Dialect::GoogleSql {
-        for f in dialect::markers() {
-            state.register_udf(Arc::new(f))?;
+    match dialect {
+        Dialect::GoogleSql => {
+            for f in dialect::markers() {
+                state.register_udf(Arc::new(f))?;
+            }
         }
+        Dialect::Timestream => presto::register(&mut state)?,
     }
     Ok(state)
 }

@@ -770,12 +770,10 @@ fn newest_point<S: WideColumnStore>(
         return Ok(None);
     };
     stats.cells += row.cells.len() as u64;
-    Ok(
-        decode_row_projected(meta, &row, store.now_us(), sel.project.as_deref())?
-            .into_iter()
-            .filter_map(|p| keep(sel, p))
-            .max_by_key(|p| p.time_ns),
-    )
+    Ok(decode_newest(meta, sel, &row, store.now_us())?
+        .into_iter()
+        .filter_map(|p| keep(sel, p))
+        .max_by_key(|p| p.time_ns))
 }
 
 /// The newest selected point of one series within the selection's time window, read

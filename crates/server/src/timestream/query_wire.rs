@@ -26,8 +26,9 @@
 //! Other types (unions, list views, run-end encoding) fail the query with a message
 //! naming the column.
 //!
-//! Column names are DataFusion's (`count(*)`, or the alias), where Timestream would
-//! say `_col0`.
+//! Column names are the query's: an alias, a column's name, or for another expression
+//! Timestream's `_col` and its position (named while planning, `almanac_sql`'s
+//! dialect module).
 
 use std::fmt::Write as _;
 

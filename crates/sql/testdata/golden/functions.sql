@@ -1,0 +1,26 @@
+-- Timestream's functions (Presto's), with Timestream's answers.
+SELECT regexp_replace('a-b-c', '-', '+') AS all_matches, regexp_replace('a1b22', '[0-9]+') AS removed, regexp_replace('x=1', '(\w)=(\d)', '$2=$1') AS groups;
+
+SELECT regexp_extract('user-42-7', '[0-9]+') AS first, regexp_extract('user-42-7', '([a-z]+)-([0-9]+)', 2) AS second_group, regexp_extract('none', '[0-9]+') AS no_match;
+
+SELECT regexp_extract_all('a1b22c333', '[0-9]+') AS numbers, regexp_split('a1b22c', '[0-9]+') AS pieces;
+
+SELECT date_format(TIMESTAMP '2019-12-04 19:05:09.123', '%Y-%m-%d %H:%i:%s') AS mysql, date_parse('2019/12/04 19:05', '%Y/%m/%d %H:%i') AS parsed;
+
+SELECT to_unixtime(TIMESTAMP '2019-12-04 19:00:00.5') AS seconds, to_iso8601(TIMESTAMP '2019-12-04 19:00:00') AS iso, from_iso8601_timestamp('2019-12-04T21:00:00+02:00') AS ts, from_iso8601_date('2019-12-04') AS d;
+
+SELECT date_add('hour', 3, TIMESTAMP '2019-12-04 22:00:00') AS later, date_add('month', 1, TIMESTAMP '2020-01-31 00:00:00') AS end_of_feb, date_diff('day', TIMESTAMP '2019-12-01 00:00:00', TIMESTAMP '2019-12-04 12:00:00') AS days, date_diff('month', TIMESTAMP '2020-01-31 00:00:00', TIMESTAMP '2020-02-29 00:00:00') AS months;
+
+SELECT year(t) AS y, quarter(t) AS q, month(t) AS m, week(t) AS w, day(t) AS d, day_of_week(t) AS dow, day_of_year(t) AS doy, hour(t) AS h, minute(t) AS mi, second(t) AS s, millisecond(t) AS ms, last_day_of_month(t) AS last FROM (SELECT TIMESTAMP '2024-02-11 13:14:15.678' AS t);
+
+SELECT element_at(make_array(10, 20, 30), 1) AS first, element_at(make_array(10, 20, 30), -1) AS last, element_at(map(['a', 'b'], [1, 2]), 'b') AS b;
+
+SELECT if(1 < 2, 'yes', 'no') AS two, if(1 > 2, 'yes') AS one, mod(17, 5) AS m, sign(-3.5) AS s, truncate(2.7) AS t, levenshtein_distance('kitten', 'sitting') AS lev;
+
+SELECT is_nan(nan()) AS n, is_finite(1.0) AS f, is_infinite(infinity()) AS i, current_timezone() AS tz;
+
+SELECT count_if(x > 1) AS over_one, max_by(name, x) AS biggest, min_by(name, x) AS smallest, every(x > 0) AS all_positive, geometric_mean(x) AS gm, arbitrary(x) IS NOT NULL AS some FROM (VALUES ('a', 1.0), ('b', 4.0), ('c', 2.0), ('d', NULL)) AS v(name, x);
+
+SELECT date_add('fortnight', 1, TIMESTAMP '2019-12-04 22:00:00');
+
+SELECT regexp_extract('a', 'a', 3);
