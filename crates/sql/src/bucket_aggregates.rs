@@ -81,13 +81,22 @@ impl OptimizerRule for BucketAggregates {
         plan: LogicalPlan,
         _config: &dyn OptimizerConfig,
     ) -> DfResult<Transformed<LogicalPlan>> {
-        let LogicalPlan::Aggregate(agg) = &plan else {
-            return Ok(Transformed::no(plan));
-        };
-        match rewrite(agg)? {
-            Some(p) => Ok(Transformed::yes(p)),
-            None => Ok(Transformed::no(plan)),
-        }
+        on_aggregate(plan, rewrite)
+    }
+}
+
+/// An optimizer rule's step on one node: an Aggregate becomes what `rewrite` makes of
+/// it (`None`: left as it is); any other node is left as it is.
+pub(crate) fn on_aggregate(
+    plan: LogicalPlan,
+    rewrite: impl FnOnce(&Aggregate) -> DfResult<Option<LogicalPlan>>,
+) -> DfResult<Transformed<LogicalPlan>> {
+    let LogicalPlan::Aggregate(agg) = &plan else {
+        return Ok(Transformed::no(plan));
+    };
+    match rewrite(agg)? {
+        Some(p) => Ok(Transformed::yes(p)),
+        None => Ok(Transformed::no(plan)),
     }
 }
 

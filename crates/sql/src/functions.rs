@@ -373,6 +373,30 @@ impl ScalarUDFImpl for BigEndian {
     }
 }
 
+/// Runs `eval` over the arguments as arrays of `args.number_rows` rows; the result is
+/// a scalar when every argument was one.
+pub(crate) fn invoke_rowwise(
+    args: ScalarFunctionArgs,
+    eval: impl FnOnce(&[ArrayRef], usize) -> DfResult<ArrayRef>,
+) -> DfResult<ColumnarValue> {
+    let rows = args.number_rows;
+    let all_scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let arrays = args
+        .args
+        .iter()
+        .map(|a| a.clone().into_array(rows))
+        .collect::<DfResult<Vec<_>>>()?;
+    let out = eval(&arrays, rows)?;
+    Ok(if all_scalar {
+        ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+    } else {
+        ColumnarValue::Array(out)
+    })
+}
+
 /// A one-row result back as a scalar when the input was a scalar.
 fn scalar_if_scalar(input: &ColumnarValue, out: ArrayRef) -> DfResult<ColumnarValue> {
     match input {

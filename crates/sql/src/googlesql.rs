@@ -28,7 +28,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{ScalarValue, exec_err, plan_err};
+use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::context::SessionState;
@@ -326,22 +326,7 @@ impl ScalarUDFImpl for Bytewise {
         {
             return inner.invoke_with_args(args);
         }
-        let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.clone().into_array(rows))
-            .collect::<DfResult<Vec<_>>>()?;
-        let out = eval(self.op, &arrays, rows)?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(out))
-        }
+        crate::functions::invoke_rowwise(args, |arrays, rows| eval(self.op, arrays, rows))
     }
 }
 

@@ -32,7 +32,7 @@ use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, TableScanBuilder};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
-use crate::bucket_aggregates::{Wrapper, columns_of, is_key, wrappers};
+use crate::bucket_aggregates::{Wrapper, columns_of, is_key, on_aggregate, wrappers};
 use crate::series::{Column, SeriesTable};
 
 /// The rule (see the module docs).
@@ -57,13 +57,7 @@ impl OptimizerRule for NewestMax {
         plan: LogicalPlan,
         _config: &dyn OptimizerConfig,
     ) -> DfResult<Transformed<LogicalPlan>> {
-        let LogicalPlan::Aggregate(agg) = &plan else {
-            return Ok(Transformed::no(plan));
-        };
-        match rewrite(agg)? {
-            Some(p) => Ok(Transformed::yes(p)),
-            None => Ok(Transformed::no(plan)),
-        }
+        on_aggregate(plan, rewrite)
     }
 }
 

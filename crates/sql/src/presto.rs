@@ -372,22 +372,7 @@ impl ScalarUDFImpl for Presto {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.clone().into_array(rows))
-            .collect::<DfResult<Vec<_>>>()?;
-        let out = eval(self.op, &arrays, rows)?;
-        Ok(if all_scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-        } else {
-            ColumnarValue::Array(out)
-        })
+        crate::functions::invoke_rowwise(args, |arrays, rows| eval(self.op, arrays, rows))
     }
 }
 
