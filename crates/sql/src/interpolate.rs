@@ -1,6 +1,7 @@
 //! Timestream's time series functions, for gap filling and interpolation:
 //! - `create_time_series(time, value)`: aggregate the readings of a group into one
-//!   time series, an array of `{time, value}` structs in time order;
+//!   time series, an array of `{time, value}` structs in time order, of any measure
+//!   type (DOUBLE, BIGINT, VARCHAR, BOOLEAN, TIMESTAMP);
 //! - `sequence(start, end, step)`: the timestamps to fill (DataFusion's inclusive
 //!   `generate_series`);
 //! - `interpolate_linear(series, timestamps)`, `interpolate_locf(series, timestamps)`
@@ -33,18 +34,45 @@ fn time_type() -> DataType {
 }
 
 fn point_fields() -> Fields {
+    points_of_type(DataType::Float64)
+}
+
+/// The `{time, value}` fields of a series of `value` values.
+fn points_of_type(value: DataType) -> Fields {
     Fields::from(vec![
         Field::new("time", time_type(), false),
-        Field::new("value", DataType::Float64, true),
+        Field::new("value", value, true),
     ])
 }
 
-/// The type of a time series: `ARRAY<STRUCT<time TIMESTAMP, value DOUBLE>>`.
+/// The type of a numeric time series: `ARRAY<STRUCT<time TIMESTAMP, value DOUBLE>>`
+/// (what the interpolations take and give).
 pub fn series_type() -> DataType {
+    series_of(DataType::Float64)
+}
+
+/// The type of a time series of `value` values.
+fn series_of(value: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(
-        DataType::Struct(point_fields()),
+        DataType::Struct(points_of_type(value)),
         true,
     )))
+}
+
+/// The value type a series keeps for readings of type `t`: Timestream's measure types
+/// (integers as BIGINT, other numbers as DOUBLE, text as VARCHAR, times in
+/// nanoseconds), or `None` for a type a measure cannot have.
+fn value_type(t: &DataType) -> Option<DataType> {
+    use DataType as D;
+    Some(match t {
+        D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 => D::Int64,
+        D::Null => D::Float64,
+        t if t.is_numeric() => D::Float64,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => D::Utf8,
+        D::Boolean => D::Boolean,
+        D::Timestamp(..) => time_type(),
+        _ => return None,
+    })
 }
 
 fn series_builder() -> ListBuilder<StructBuilder> {
@@ -104,14 +132,24 @@ impl AggregateUDFImpl for CreateTimeSeries {
 
     fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
         match args {
-            [DataType::Timestamp(_, _), v] if v.is_numeric() || v.is_null() => Ok(series_type()),
+            [DataType::Timestamp(_, _), v] => match value_type(v) {
+                Some(t) => Ok(series_of(t)),
+                None => plan_err!(
+                    "create_time_series(time, value) takes a measure value (DOUBLE, BIGINT, VARCHAR, BOOLEAN or TIMESTAMP), got {v}"
+                ),
+            },
             other => plan_err!(
-                "create_time_series(time, value) takes a timestamp and a number, got {other:?}"
+                "create_time_series(time, value) takes a timestamp and a measure value, got {other:?}"
             ),
         }
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
+        let value = args
+            .input_fields
+            .get(1)
+            .and_then(|f| value_type(f.data_type()))
+            .unwrap_or(DataType::Float64);
         Ok(vec![
             Arc::new(Field::new(
                 format!("{}_times", args.name),
@@ -120,35 +158,52 @@ impl AggregateUDFImpl for CreateTimeSeries {
             )),
             Arc::new(Field::new(
                 format!("{}_values", args.name),
-                DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true))),
+                DataType::List(Arc::new(Field::new_list_field(value, true))),
                 true,
             )),
         ])
     }
 
-    fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
-        Ok(Box::new(SeriesAccumulator::default()))
+    fn accumulator(&self, args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+        let value = args
+            .exprs
+            .get(1)
+            .map(|e| e.data_type(args.schema))
+            .transpose()?
+            .and_then(|t| value_type(&t))
+            .unwrap_or(DataType::Float64);
+        Ok(Box::new(SeriesAccumulator {
+            value,
+            times: Vec::new(),
+            values: Vec::new(),
+        }))
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SeriesAccumulator {
-    points: Vec<(i64, Option<f64>)>,
+    /// The type the values are kept in.
+    value: DataType,
+    times: Vec<i64>,
+    values: Vec<ScalarValue>,
 }
 
 impl SeriesAccumulator {
     fn add(&mut self, times: &ArrayRef, values: &ArrayRef) -> DfResult<()> {
         let times = cast(times, &time_type())?;
-        let values = cast(values, &DataType::Float64)?;
+        let values = cast(values, &self.value)?;
         let t = times.as_primitive::<TimestampNanosecondType>();
-        let v = values.as_primitive::<Float64Type>();
         for i in 0..t.len() {
             if t.is_valid(i) {
-                self.points
-                    .push((t.value(i), v.is_valid(i).then(|| v.value(i))));
+                self.times.push(t.value(i));
+                self.values.push(ScalarValue::try_from_array(&values, i)?);
             }
         }
         Ok(())
+    }
+
+    fn list(values: Vec<ScalarValue>, t: &DataType) -> ScalarValue {
+        ScalarValue::List(ScalarValue::new_list_nullable(&values, t))
     }
 }
 
@@ -175,31 +230,46 @@ impl Accumulator for SeriesAccumulator {
 
     fn state(&mut self) -> DfResult<Vec<ScalarValue>> {
         let times: Vec<ScalarValue> = self
-            .points
+            .times
             .iter()
-            .map(|(t, _)| ScalarValue::TimestampNanosecond(Some(*t), None))
-            .collect();
-        let values: Vec<ScalarValue> = self
-            .points
-            .iter()
-            .map(|(_, v)| ScalarValue::Float64(*v))
+            .map(|t| ScalarValue::TimestampNanosecond(Some(*t), None))
             .collect();
         Ok(vec![
-            ScalarValue::List(ScalarValue::new_list_nullable(&times, &time_type())),
-            ScalarValue::List(ScalarValue::new_list_nullable(&values, &DataType::Float64)),
+            Self::list(times, &time_type()),
+            Self::list(self.values.clone(), &self.value),
         ])
     }
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
-        self.points.sort_by_key(|(t, _)| *t);
-        let mut b = series_builder();
-        append_series(&mut b, &self.points)?;
-        Ok(ScalarValue::List(Arc::new(b.finish())))
+        let mut order: Vec<usize> = (0..self.times.len()).collect();
+        order.sort_by_key(|&i| self.times[i]);
+        let times: ArrayRef = Arc::new(datafusion::arrow::array::TimestampNanosecondArray::from(
+            order.iter().map(|&i| self.times[i]).collect::<Vec<_>>(),
+        ));
+        let values = if order.is_empty() {
+            datafusion::arrow::array::new_empty_array(&self.value)
+        } else {
+            ScalarValue::iter_to_array(order.iter().map(|&i| self.values[i].clone()))?
+        };
+        let points = datafusion::arrow::array::StructArray::try_new(
+            points_of_type(self.value.clone()),
+            vec![times, values],
+            None,
+        )?;
+        let item = Arc::new(Field::new_list_field(points.data_type().clone(), true));
+        let list = ListArray::try_new(
+            item,
+            datafusion::arrow::buffer::OffsetBuffer::from_lengths([points.len()]),
+            Arc::new(points),
+            None,
+        )?;
+        Ok(ScalarValue::List(Arc::new(list)))
     }
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
-            + self.points.capacity() * std::mem::size_of::<(i64, Option<f64>)>()
+            + self.times.capacity() * std::mem::size_of::<i64>()
+            + self.values.iter().map(ScalarValue::size).sum::<usize>()
     }
 }
 

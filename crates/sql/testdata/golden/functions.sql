@@ -24,3 +24,14 @@ SELECT count_if(x > 1) AS over_one, max_by(name, x) AS biggest, min_by(name, x) 
 SELECT date_add('fortnight', 1, TIMESTAMP '2019-12-04 22:00:00');
 
 SELECT regexp_extract('a', 'a', 3);
+
+-- create_time_series of every measure type.
+SELECT device, create_time_series(time, measure_value::double) AS temps FROM devops.events WHERE measure_name = 'temperature' GROUP BY device ORDER BY device;
+
+SELECT create_time_series(time, measure_value::bigint) AS counts, arrow_typeof(create_time_series(time, measure_value::bigint)) AS t FROM devops.events WHERE measure_name = 'count';
+
+SELECT create_time_series(time, measure_value::varchar) AS statuses FROM devops.events WHERE measure_name = 'status';
+
+SELECT create_time_series(time, measure_value::boolean) AS online FROM devops.events WHERE measure_name = 'online';
+
+SELECT create_time_series(time, measure_value::double) AS nothing FROM devops.events WHERE measure_name = 'nope';
