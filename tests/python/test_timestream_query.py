@@ -466,14 +466,37 @@ def test_describe_endpoints_on_the_query_client(server, ts_query):
     assert ep == [{"Address": f"http://{server.ts_host}", "CachePeriodInMinutes": 1440}]
 
 
+def test_prepare_query_validates_and_describes_columns(ts, ts_query):
+    t = ts.table()
+    write_all(t, [rec("cpu", "1.5"), rec("cpu", "2.5", host="h2")])
+    resp = ts_query.prepare_query(
+        QueryString=f"SELECT host, max(measure_value::double) AS top, count(*) FROM {name(t)} "
+        "WHERE time > @scheduled_runtime - 1h GROUP BY host",
+        ValidateOnly=True,
+    )
+    assert [(c["Name"], c["Type"]) for c in resp["Columns"]] == [
+        ("host", {"ScalarType": "VARCHAR"}),
+        ("top", {"ScalarType": "DOUBLE"}),
+        ("_col2", {"ScalarType": "BIGINT"}),
+    ]
+    assert resp["Parameters"] == [
+        {"Name": "@scheduled_runtime", "Type": {"ScalarType": "TIMESTAMP"}}
+    ]
+    with pytest.raises(ClientError) as e:
+        ts_query.prepare_query(QueryString="SELECT 1", ValidateOnly=False)
+    assert "ValidateOnly" in error_of(e, "ValidationException")
+    with pytest.raises(ClientError) as e:
+        ts_query.prepare_query(QueryString=f"SELECT nope FROM {name(t)}", ValidateOnly=True)
+    assert "nope" in error_of(e, "ValidationException")
+
+
 @pytest.mark.parametrize(
     "call",
     [
         lambda c: c.describe_account_settings(),
         lambda c: c.list_scheduled_queries(),
-        lambda c: c.prepare_query(QueryString="SELECT 1"),
     ],
-    ids=["DescribeAccountSettings", "ListScheduledQueries", "PrepareQuery"],
+    ids=["DescribeAccountSettings", "ListScheduledQueries"],
 )
 def test_other_operations_say_not_implemented(ts_query, call, request):
     op = request.node.callspec.id

@@ -23,9 +23,16 @@
 //!
 //! `CancelQuery` drops a query's waiting pages; it is idempotent, and a token of a
 //! cancelled query then fails with `ConflictException` (the model's "unable to poll
-//! results for a cancelled query"). The other operations of the service (scheduled
-//! queries, `PrepareQuery`, account settings, tags) answer a `ValidationException`
-//! naming the operation.
+//! results for a cancelled query").
+//!
+//! `PrepareQuery` with `ValidateOnly` (the only form the service accepts) plans the
+//! query without running it and answers its `Columns` (`Name`, `Type`; not `Aliased`,
+//! which the plan does not keep)
+//! and `Parameters`: `@scheduled_runtime`, a TIMESTAMP, when the query names it (it
+//! is planned with the current time in its place).
+//!
+//! The other operations of the service (scheduled queries, account settings, tags)
+//! answer a `ValidationException` naming the operation.
 
 use std::time::Instant;
 
@@ -59,20 +66,21 @@ pub enum QueryOp {
     Query,
     /// `CancelQuery`.
     CancelQuery,
+    /// `PrepareQuery`.
+    PrepareQuery,
     /// An operation of the service Almanac does not implement.
     NotImplemented(&'static str),
 }
 
 /// Operations of `timestream-query` that answer "not implemented" (tagging, which
 /// both services have, is served by the write side: databases and tables).
-const NOT_IMPLEMENTED: [&str; 9] = [
+const NOT_IMPLEMENTED: [&str; 8] = [
     "CreateScheduledQuery",
     "DeleteScheduledQuery",
     "DescribeScheduledQuery",
     "ExecuteScheduledQuery",
     "ListScheduledQueries",
     "UpdateScheduledQuery",
-    "PrepareQuery",
     "DescribeAccountSettings",
     "UpdateAccountSettings",
 ];
@@ -84,6 +92,7 @@ impl QueryOp {
         match op {
             "Query" => Some(Self::Query),
             "CancelQuery" => Some(Self::CancelQuery),
+            "PrepareQuery" => Some(Self::PrepareQuery),
             _ => NOT_IMPLEMENTED
                 .iter()
                 .find(|n| **n == op)
@@ -108,8 +117,48 @@ pub async fn handle(
     match op {
         QueryOp::Query => query(app, cx, &req).await,
         QueryOp::CancelQuery => cancel_query(app, &req),
+        QueryOp::PrepareQuery => prepare_query(app, cx, &req).await,
         QueryOp::NotImplemented(name) => Err(OpError::NotImplemented(name.to_string())),
     }
+}
+
+/// The parameter of scheduled queries, as queries name it.
+const SCHEDULED_RUNTIME: &str = "@scheduled_runtime";
+
+/// `PrepareQuery` (see the module docs).
+async fn prepare_query(
+    app: &App,
+    cx: &RequestContext,
+    req: &QueryRequest,
+) -> Result<String, OpError> {
+    let sql = query_string(req)?;
+    if req.validate_only != Some(true) {
+        return Err(OpError::Request(
+            "PrepareQuery takes ValidateOnly = true only (as the service does): prepared queries are not stored.".into(),
+        ));
+    }
+    let scope = Scope {
+        instance: cx.instance.clone(),
+        dialect: almanac_sql::Dialect::Timestream,
+    };
+    let scheduled = sql.contains(SCHEDULED_RUNTIME);
+    let params = scheduled.then(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        datafusion::common::ParamValues::from(vec![(
+            SCHEDULED_RUNTIME[1..].to_string(),
+            datafusion::common::ScalarValue::TimestampNanosecond(Some(now), None),
+        )])
+    });
+    let prepared = app.sql.prepare(sql, &scope, params).await?;
+    let columns = query_wire::column_infos(&prepared.schema).map_err(OpError::Result)?;
+    let parameters: Vec<serde_json::Value> = if scheduled {
+        vec![json!({ "Name": SCHEDULED_RUNTIME, "Type": { "ScalarType": "TIMESTAMP" } })]
+    } else {
+        Vec::new()
+    };
+    Ok(json!({ "QueryString": sql, "Columns": columns, "Parameters": parameters }).to_string())
 }
 
 /// `MaxRows`: rows per page, or unbounded (the byte cap still applies).

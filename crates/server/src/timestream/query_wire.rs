@@ -66,6 +66,8 @@ pub struct QueryRequest {
     pub query_insights: Option<Json>,
     /// CancelQuery: the query.
     pub query_id: Option<String>,
+    /// PrepareQuery: only check the query (the only form the service accepts).
+    pub validate_only: Option<bool>,
 }
 
 /// The `ColumnInfo` list of a result schema, or which column has no Timestream type.
