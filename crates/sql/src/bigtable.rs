@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::RowSet;
-use almanac_engine::schema::{Aggregate, TableInfo, ValueType};
+use almanac_engine::schema::{Aggregate, Granularity, TableInfo, ValueType};
 use almanac_engine::{Engine, ReadRequest, Row};
 use async_trait::async_trait;
 use datafusion::arrow::array::{
@@ -87,6 +87,17 @@ impl Versions {
             },
             filter,
         ])
+    }
+
+    /// The same window on a table whose cell timestamps have `granularity`: on whole
+    /// milliseconds, each bound moves to the millisecond boundary that keeps the same
+    /// cells (the engine refuses bounds between them).
+    fn for_granularity(mut self, granularity: Granularity) -> Self {
+        if granularity == Granularity::Millis {
+            self.start_us = crate::versions::ceil_ms(self.start_us);
+            self.end_us = self.end_us.map(crate::versions::ceil_ms);
+        }
+        self
     }
 
     /// How many versions of each column a read keeps (`None`: all).
@@ -171,6 +182,7 @@ impl BigtableTable {
         qualifiers: Arc<QualifierHints>,
     ) -> Self {
         let history = versions.history;
+        let versions = versions.for_granularity(info.granularity);
         let families: Vec<(String, FamilyKind)> = info
             .families
             .iter()

@@ -9,7 +9,8 @@
 //!   stays selectable by name ([`exclude_timestamp`]).
 //! - In Timestream's, a select-list expression without an alias is named by its
 //!   position, `_col0`, `_col1`, … ([`name_unnamed_columns`]), as Timestream names
-//!   it; a plain column keeps its name.
+//!   it; a plain column keeps its name. The position counts select items, so after a
+//!   `*` it is not the output column's (Timestream counts the columns `*` expands to).
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -31,6 +32,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use crate::bigtable::TIMESTAMP_COLUMN;
+use crate::catalog::HISTORY_FUNCTION;
 
 /// Which SQL a query is written in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -131,8 +133,13 @@ impl ExprPlanner for ZeroBasedArrays {
 /// the history table function).
 fn is_bigtable(factor: &TableFactor, ctes: &HashSet<String>) -> bool {
     match factor {
-        TableFactor::Table { name, .. } => match name.0.as_slice() {
-            [part] => part.as_ident().is_some_and(|i| !ctes.contains(&i.value)),
+        // A bare name that is not a CTE, without arguments (another table function
+        // has no `_timestamp`), or the history form.
+        TableFactor::Table { name, args, .. } => match name.0.as_slice() {
+            [part] => part.as_ident().is_some_and(|i| {
+                !ctes.contains(&i.value)
+                    && (args.is_none() || i.value.eq_ignore_ascii_case(HISTORY_FUNCTION))
+            }),
             _ => false,
         },
         _ => false,
@@ -154,6 +161,15 @@ fn exclude_in(body: &mut SetExpr, ctes: &HashSet<String>) {
                     continue;
                 };
                 let column = ObjectName::from(vec![Ident::new(TIMESTAMP_COLUMN)]);
+                let named = |n: &ObjectName| n.to_string().eq_ignore_ascii_case(TIMESTAMP_COLUMN);
+                let already = match &options.opt_exclude {
+                    Some(ExcludeSelectItem::Single(one)) => named(one),
+                    Some(ExcludeSelectItem::Multiple(many)) => many.iter().any(named),
+                    None => false,
+                };
+                if already {
+                    continue;
+                }
                 options.opt_exclude = match options.opt_exclude.take() {
                     None => Some(ExcludeSelectItem::Single(column)),
                     Some(ExcludeSelectItem::Single(one)) => {
@@ -170,7 +186,7 @@ fn exclude_in(body: &mut SetExpr, ctes: &HashSet<String>) {
             exclude_in(left, ctes);
             exclude_in(right, ctes);
         }
-        SetExpr::Query(q) => exclude_in(&mut q.body, ctes),
+        // A parenthesized query is a Query of its own, which the visitor reaches.
         _ => {}
     }
 }

@@ -379,11 +379,12 @@ pub(crate) fn invoke_rowwise(
     args: ScalarFunctionArgs,
     eval: impl FnOnce(&[ArrayRef], usize) -> DfResult<ArrayRef>,
 ) -> DfResult<ColumnarValue> {
-    let rows = args.number_rows;
     let all_scalar = args
         .args
         .iter()
         .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    // Constants make one row, whatever the batch (even an empty one).
+    let rows = if all_scalar { 1 } else { args.number_rows };
     let arrays = args
         .args
         .iter()

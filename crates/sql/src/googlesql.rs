@@ -555,6 +555,7 @@ fn decode_text(op: Op, v: &[u8]) -> DfResult<Vec<u8>> {
                 .map(|pair| {
                     std::str::from_utf8(pair)
                         .ok()
+                        .filter(|p| p.bytes().all(|b| b.is_ascii_hexdigit()))
                         .and_then(|p| u8::from_str_radix(p, 16).ok())
                         .map_or_else(|| exec_err!("{name}: {text:?} is not hexadecimal"), Ok)
                 })

@@ -176,6 +176,7 @@ impl AggregateUDFImpl for CreateTimeSeries {
             value,
             times: Vec::new(),
             values: Vec::new(),
+            value_bytes: 0,
         }))
     }
 }
@@ -186,6 +187,8 @@ struct SeriesAccumulator {
     value: DataType,
     times: Vec<i64>,
     values: Vec<ScalarValue>,
+    /// Bytes the values hold, kept as they come (DataFusion asks after every batch).
+    value_bytes: usize,
 }
 
 impl SeriesAccumulator {
@@ -196,7 +199,9 @@ impl SeriesAccumulator {
         for i in 0..t.len() {
             if t.is_valid(i) {
                 self.times.push(t.value(i));
-                self.values.push(ScalarValue::try_from_array(&values, i)?);
+                let v = ScalarValue::try_from_array(&values, i)?;
+                self.value_bytes += v.size();
+                self.values.push(v);
             }
         }
         Ok(())
@@ -269,7 +274,7 @@ impl Accumulator for SeriesAccumulator {
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
             + self.times.capacity() * std::mem::size_of::<i64>()
-            + self.values.iter().map(ScalarValue::size).sum::<usize>()
+            + self.value_bytes
     }
 }
 

@@ -197,7 +197,10 @@ impl SqlEngine {
         if scope.dialect == Dialect::Timestream
             && let Some(statement) = metadata::parse(sql)?
         {
-            let batch = metadata::answer(&self.ts, &statement)?;
+            let ts = self.ts.clone();
+            let batch = tokio::task::spawn_blocking(move || metadata::answer(&ts, &statement))
+                .await
+                .map_err(|e| Error::Execution(format!("metadata statement: {e}")))??;
             let frame = SessionContext::new_with_state(self.base.clone()).read_batch(batch)?;
             return Ok(Prepared {
                 schema: Arc::new(frame.schema().as_arrow().clone()),

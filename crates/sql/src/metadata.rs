@@ -13,7 +13,7 @@
 //! Rows come sorted by name; DESCRIBE lists the columns in `SELECT *` order.
 //! `data_type` and `Type` are lowercase (`double`, `varchar`, `multi`), as Timestream
 //! prints them. A measure's dimensions are those its series carry, found from the
-//! newest point of each series (one seek per series).
+//! newest point of each series (one walk, a seek per series, on a blocking thread).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -350,7 +350,7 @@ pub(crate) fn answer(
             let dbs = ts.list_databases(None, MAX_LISTED + 1);
             if dbs.len() > MAX_LISTED {
                 return Err(Error::ResourcesExhausted(format!(
-                    "SHOW DATABASES lists at most {MAX_LISTED} databases; narrow it with LIKE"
+                    "SHOW DATABASES lists at most {MAX_LISTED} databases"
                 )));
             }
             let mut out: Vec<String> = dbs
@@ -370,7 +370,7 @@ pub(crate) fn answer(
             let tables = ts.list_tables(Some(database), None, MAX_LISTED + 1)?;
             if tables.len() > MAX_LISTED {
                 return Err(Error::ResourcesExhausted(format!(
-                    "SHOW TABLES lists at most {MAX_LISTED} tables; narrow it with LIKE"
+                    "SHOW TABLES lists at most {MAX_LISTED} tables"
                 )));
             }
             let mut out: Vec<String> = tables
@@ -416,24 +416,25 @@ fn measures(
     like: Option<&str>,
 ) -> Result<RecordBatch> {
     let meta = table_meta(ts, database, table)?;
-    // Each measure's dimension names, as a set of positions in the table's order.
-    let mut seen: BTreeMap<String, Vec<bool>> = BTreeMap::new();
-    let store = ts.store().as_ref();
-    for name in meta.schema.measures.keys().filter(|n| matches(like, n)) {
-        let selection = Selection {
-            measure_name: Some(name.clone()),
-            ..Selection::default()
+    // Each measure's dimension names, as a set of positions in the table's order,
+    // from one walk over the newest point of every series.
+    let mut seen: BTreeMap<String, Vec<bool>> = meta
+        .schema
+        .measures
+        .keys()
+        .filter(|n| matches(like, n))
+        .map(|n| (n.clone(), vec![false; meta.schema.dimensions.len()]))
+        .collect();
+    let (points, _) = query::latest(ts.store().as_ref(), &meta, &Selection::default())?;
+    for p in &points {
+        let Some(dims) = seen.get_mut(p.measure_name.as_ref()) else {
+            continue;
         };
-        let (points, _) = query::latest(store, &meta, &selection)?;
-        let mut dims = vec![false; meta.schema.dimensions.len()];
-        for p in &points {
-            for (d, _) in &p.dimensions {
-                if let Some(i) = meta.schema.dimension_index(d) {
-                    dims[i] = true;
-                }
+        for (d, _) in &p.dimensions {
+            if let Some(i) = meta.schema.dimension_index(d) {
+                dims[i] = true;
             }
         }
-        seen.insert(name.clone(), dims);
     }
     let schema = Arc::new(Schema::new(vec![
         Field::new("measure_name", DataType::Utf8, false),

@@ -39,6 +39,7 @@ use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::type_coercion::binary::{comparison_coercion, type_union_resolution};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, SortExpr, Volatility, lit, when,
@@ -292,13 +293,31 @@ impl ScalarUDFImpl for Presto {
                 arity(0, 0)?;
                 vec![]
             }
-            // Rewritten before they run: whatever DataFusion makes of the result.
-            Op::ElementAt | Op::If | Op::Mod => {
-                match self.op {
-                    Op::ElementAt | Op::Mod => arity(2, 2)?,
-                    _ => arity(2, 3)?,
-                }
+            // Rewritten before they run; the types are what the rewrite gives, so the
+            // plan's schema does not change when it is simplified.
+            Op::ElementAt => {
+                arity(2, 2)?;
                 t.to_vec()
+            }
+            Op::If => {
+                arity(2, 3)?;
+                let common = type_union_resolution(&t[1..]).map_or_else(
+                    || plan_err!("if: the branches' types {:?} have no common type", &t[1..]),
+                    Ok,
+                )?;
+                std::iter::once(DataType::Boolean)
+                    .chain(std::iter::repeat_n(common, t.len() - 1))
+                    .collect()
+            }
+            Op::Mod => {
+                arity(2, 2)?;
+                let common = comparison_coercion(&t[0], &t[1])
+                    .filter(DataType::is_numeric)
+                    .map_or_else(
+                        || plan_err!("mod takes two numbers, got {} and {}", t[0], t[1]),
+                        Ok,
+                    )?;
+                vec![common.clone(), common]
             }
         })
     }
@@ -435,8 +454,9 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
                 };
                 match (s.is_null(i) || p.is_null(i), replacement) {
                     (false, Some(with)) => {
+                        let with = java_replacement(with);
                         let re = patterns.get(p.value(i))?;
-                        out.append_value(re.replace_all(s.value(i), with));
+                        out.append_value(re.replace_all(s.value(i), with.as_str()));
                     }
                     _ => out.append_null(),
                 }
@@ -542,7 +562,13 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             let t = times(&args[0])?;
             Arc::new(
                 (0..rows)
-                    .map(|i| (!t.is_null(i)).then(|| t.value(i) as f64 / NS_PER_SEC as f64))
+                    .map(|i| {
+                        (!t.is_null(i)).then(|| {
+                            let ns = t.value(i);
+                            ns.div_euclid(NS_PER_SEC) as f64
+                                + ns.rem_euclid(NS_PER_SEC) as f64 / NS_PER_SEC as f64
+                        })
+                    })
                     .collect::<Float64Array>(),
             )
         }
@@ -583,25 +609,30 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
         }
         Op::DateAdd | Op::DateDiff => {
             let units = strings(&args[0])?;
+            let b = times(&args[2])?;
+            let counts = cast(&args[1], &DataType::Int64)?;
+            let starts = if op == Op::DateDiff {
+                Some(times(&args[1])?)
+            } else {
+                None
+            };
             let mut out_ns = Vec::with_capacity(rows);
             let mut out_n = Vec::with_capacity(rows);
-            let (a, b) = (&args[1], times(&args[2])?);
             for i in 0..rows {
-                if units.is_null(i) || a.is_null(i) || b.is_null(i) {
+                if units.is_null(i) || args[1].is_null(i) || b.is_null(i) {
                     out_ns.push(None);
                     out_n.push(None);
                     continue;
                 }
                 let unit = Unit::parse(name, units.value(i))?;
-                if op == Op::DateAdd {
-                    let n = cast(a, &DataType::Int64)?;
-                    let n = n
-                        .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
-                        .value(i);
-                    out_ns.push(Some(unit.add(name, b.value(i), n)?));
-                } else {
-                    let from = times(a)?.value(i);
-                    out_n.push(Some(unit.diff(from, b.value(i))));
+                match &starts {
+                    None => {
+                        let n = counts
+                            .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                            .value(i);
+                        out_ns.push(Some(unit.add(name, b.value(i), n)?));
+                    }
+                    Some(from) => out_n.push(Some(unit.diff(from.value(i), b.value(i)))),
                 }
             }
             if op == Op::DateAdd {
@@ -651,6 +682,32 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             return exec_err!("{name} runs only as its rewrite; simplify the plan first");
         }
     })
+}
+
+/// A replacement in Java's syntax (`$1` a group, `\\$` a dollar sign) in the regex
+/// crate's (`${1}`, `$$`), so `$1px` is group 1 then `px`, as in Timestream.
+fn java_replacement(with: &str) -> String {
+    let mut out = String::with_capacity(with.len() + 4);
+    let mut chars = with.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('$') => out.push_str("$$"),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            '$' if chars.peek().is_some_and(char::is_ascii_digit) => {
+                out.push_str("${");
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    out.push(d);
+                }
+                out.push('}');
+            }
+            '$' => out.push_str("$$"),
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Presto's ISO 8601 forms: a date, a date and time (`T`), with fractional seconds and
@@ -791,15 +848,13 @@ impl Unit {
             Self::Months(m) => {
                 let months = n.checked_mul(m).map_or_else(overflow, Ok)?;
                 let base = datetime(t);
-                let moved = if months >= 0 {
-                    u32::try_from(months)
-                        .ok()
-                        .and_then(|m| base.checked_add_months(Months::new(m)))
-                } else {
-                    u32::try_from(-months)
-                        .ok()
-                        .and_then(|m| base.checked_sub_months(Months::new(m)))
-                };
+                let moved = u32::try_from(months.unsigned_abs()).ok().and_then(|m| {
+                    if months >= 0 {
+                        base.checked_add_months(Months::new(m))
+                    } else {
+                        base.checked_sub_months(Months::new(m))
+                    }
+                });
                 moved
                     .and_then(|d| d.timestamp_nanos_opt())
                     .map_or_else(overflow, Ok)
@@ -819,12 +874,21 @@ impl Unit {
                 let mut months = (i64::from(to.year()) - i64::from(from.year())) * 12
                     + i64::from(to.month())
                     - i64::from(from.month());
-                // A month is whole only when the later time reaches the same point of it.
-                let rest =
-                    |t: DateTime<Utc>| (t.day(), t.num_seconds_from_midnight(), t.nanosecond());
-                if months > 0 && rest(to) < rest(from) {
+                // As Joda (and so Presto) counts: a month is whole when adding it to
+                // the earlier time (the day clamped to the month's last) does not
+                // pass the later one, so Jan 31 to Feb 29 is one month.
+                let add = |n: i64| {
+                    u32::try_from(n.unsigned_abs()).ok().and_then(|k| {
+                        if n >= 0 {
+                            from.checked_add_months(Months::new(k))
+                        } else {
+                            from.checked_sub_months(Months::new(k))
+                        }
+                    })
+                };
+                if months > 0 && add(months).is_some_and(|t| t > to) {
                     months -= 1;
-                } else if months < 0 && rest(to) > rest(from) {
+                } else if months < 0 && add(months).is_some_and(|t| t < to) {
                     months += 1;
                 }
                 months / m
@@ -1028,13 +1092,21 @@ mod tests {
             month.add("date_add", jan31, 1).ok(),
             Some(t("2020-02-29T10:00:00Z"))
         );
-        assert_eq!(month.diff(jan31, t("2020-02-29T10:00:00Z")), 0);
+        assert_eq!(month.diff(jan31, t("2020-02-29T10:00:00Z")), 1);
+        assert_eq!(month.diff(jan31, t("2020-02-28T10:00:00Z")), 0);
         assert_eq!(month.diff(jan31, t("2020-03-31T10:00:00Z")), 2);
         assert_eq!(month.diff(t("2020-03-31T10:00:00Z"), jan31), -2);
         let hour = Unit::parse("date_diff", "HOUR").unwrap_or(Unit::Fixed(1));
         assert_eq!(hour.diff(jan31, jan31 + 5_400 * NS_PER_SEC), 1);
         assert_eq!(hour.diff(jan31 + 5_400 * NS_PER_SEC, jan31), -1);
         assert!(Unit::parse("date_add", "fortnight").is_err());
+    }
+
+    #[test]
+    fn replacements_read_as_java_writes_them() {
+        assert_eq!(java_replacement("$1px"), "${1}px");
+        assert_eq!(java_replacement("\\$5 and $"), "$$5 and $$");
+        assert_eq!(java_replacement("a\\\\b"), "a\\b");
     }
 
     #[test]

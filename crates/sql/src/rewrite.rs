@@ -136,11 +136,13 @@ fn unescape_bytes(text: &str) -> Vec<u8> {
     let hex = |s: &[u8]| {
         std::str::from_utf8(s)
             .ok()
+            .filter(|s| s.bytes().all(|b| b.is_ascii_hexdigit()))
             .and_then(|s| u8::from_str_radix(s, 16).ok())
     };
     let octal = |s: &[u8]| {
         std::str::from_utf8(s)
             .ok()
+            .filter(|s| s.bytes().all(|b| (b'0'..=b'7').contains(&b)))
             .and_then(|s| u8::from_str_radix(s, 8).ok())
     };
     while i < b.len() {

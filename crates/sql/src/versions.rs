@@ -9,10 +9,11 @@
 //! | `before` / `before_or_equal` | TIMESTAMP | with history: versions before (or at) the time |
 //! | `as_of` | TIMESTAMP | without history: the newest value of each column at or before the time |
 //!
-//! Values are constant expressions (`TIMESTAMP '…'`, `TIMESTAMP('…')`, a parameter),
-//! evaluated once while planning. Cell timestamps are whole milliseconds (Bigtable's
-//! granularity), so each bound becomes the millisecond boundary that keeps exactly
-//! the cells the comparison keeps.
+//! Values are constant expressions (`TIMESTAMP '…'`, `TIMESTAMP('…')`), evaluated
+//! once while planning (query parameters are not bound yet there). The bounds are
+//! kept in microseconds; a table of millisecond granularity (Bigtable's default)
+//! takes them to the millisecond boundary that keeps exactly the cells the comparison
+//! keeps ([`crate::bigtable::Versions::for_granularity`]).
 
 use std::sync::Arc;
 
@@ -51,14 +52,14 @@ fn micros(name: &str, v: &ScalarValue) -> DfResult<i64> {
     Ok(t.as_primitive::<TimestampMicrosecondType>().value(0))
 }
 
-/// Microseconds in a millisecond, the cell timestamps' granularity.
-const GRANULARITY_US: i64 = 1_000;
+/// Microseconds in a millisecond, the granularity of most tables' cell timestamps.
+const MILLISECOND_US: i64 = 1_000;
 
 /// The first whole millisecond at or after `us`.
-fn ceil_ms(us: i64) -> i64 {
-    us.div_euclid(GRANULARITY_US)
-        .saturating_add(i64::from(us.rem_euclid(GRANULARITY_US) != 0))
-        .saturating_mul(GRANULARITY_US)
+pub(crate) fn ceil_ms(us: i64) -> i64 {
+    us.div_euclid(MILLISECOND_US)
+        .saturating_add(i64::from(us.rem_euclid(MILLISECOND_US) != 0))
+        .saturating_mul(MILLISECOND_US)
 }
 
 /// The versions the arguments `args` (name, value pairs) select.
@@ -98,20 +99,20 @@ pub(crate) fn parse(args: &[Expr], session: &dyn Session) -> DfResult<Versions> 
             }
             "after" => {
                 let t = micros(name, &value)?.saturating_add(1);
-                v.start_us = v.start_us.max(ceil_ms(t));
+                v.start_us = v.start_us.max(t);
                 windowed = true;
             }
             "after_or_equal" => {
-                v.start_us = v.start_us.max(ceil_ms(micros(name, &value)?));
+                v.start_us = v.start_us.max(micros(name, &value)?);
                 windowed = true;
             }
             "before" => {
-                let end = ceil_ms(micros(name, &value)?);
+                let end = micros(name, &value)?;
                 v.end_us = Some(v.end_us.map_or(end, |e| e.min(end)));
                 windowed = true;
             }
             "before_or_equal" | "as_of" => {
-                let end = ceil_ms(micros(name, &value)?.saturating_add(1));
+                let end = micros(name, &value)?.saturating_add(1);
                 v.end_us = Some(v.end_us.map_or(end, |e| e.min(end)));
                 if name == "as_of" {
                     as_of = true;

@@ -35,3 +35,7 @@ SELECT create_time_series(time, measure_value::varchar) AS statuses FROM devops.
 SELECT create_time_series(time, measure_value::boolean) AS online FROM devops.events WHERE measure_name = 'online';
 
 SELECT create_time_series(time, measure_value::double) AS nothing FROM devops.events WHERE measure_name = 'nope';
+
+SELECT if(true, 1, 0.5) AS mixed, mod(7.5, 2) AS fmod, mod(-7, 3) AS neg;
+
+SELECT regexp_replace('10 20', '(\d+)', '$1px') AS px, regexp_replace('a', 'a', '\$') AS dollar, date_diff('month', TIMESTAMP '2020-01-31 00:00:00', TIMESTAMP '2020-02-29 00:00:00') AS jan_feb, date_diff('year', TIMESTAMP '2020-02-29 00:00:00', TIMESTAMP '2021-02-28 00:00:00') AS leap;

@@ -49,3 +49,7 @@ SELECT * EXCLUDE (counts) FROM users WHERE _key = 'user#005';
 SELECT _key, _timestamp FROM users WHERE _key = 'user#005';
 
 WITH k AS (SELECT _key, _timestamp FROM users WHERE _key = 'user#005') SELECT * FROM k;
+
+SELECT * FROM generate_series(1, 2);
+
+SELECT * FROM (SELECT * FROM users WHERE _key = 'user#001') UNION ALL (SELECT * FROM users WHERE _key = 'user#002');
