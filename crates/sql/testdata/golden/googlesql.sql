@@ -52,4 +52,4 @@ WITH k AS (SELECT _key, _timestamp FROM users WHERE _key = 'user#005') SELECT * 
 
 SELECT * FROM generate_series(1, 2);
 
-SELECT * FROM (SELECT * FROM users WHERE _key = 'user#001') UNION ALL (SELECT * FROM users WHERE _key = 'user#002');
+SELECT * FROM (SELECT * FROM users WHERE _key = 'user#001') UNION ALL (SELECT * FROM users WHERE _key = 'user#002') ORDER BY _key;
