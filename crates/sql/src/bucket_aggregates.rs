@@ -33,7 +33,6 @@
 //! - every aggregate is `count(*)`, `count`/`min`/`max` of `time` or of a measure, or
 //!   `sum`/`avg` of a DOUBLE or BIGINT measure, without DISTINCT, FILTER or ORDER BY.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use almanac_timeseries::model::MeasureType;
@@ -44,7 +43,7 @@ use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::functions::expr_fn::{coalesce, nullif};
 use datafusion::functions_aggregate::expr_fn::{max, min, sum};
 use datafusion::logical_expr::expr::AggregateFunctionParams;
-use datafusion::logical_expr::utils::{expr_to_columns, split_conjunction};
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
     Aggregate, Expr, Filter, LogicalPlan, Projection, SubqueryAlias, TableScan, TableScanBuilder,
     cast, lit,
@@ -151,13 +150,6 @@ pub(crate) fn wrappers(mut plan: &LogicalPlan) -> Option<(Vec<Wrapper>, &TableSc
     }
 }
 
-/// The table's columns an expression reads, or `None` if it reads one the table lacks.
-pub(crate) fn columns_of<'t>(table: &'t SeriesTable, e: &Expr) -> Option<Vec<&'t Column>> {
-    let mut cols = HashSet::new();
-    expr_to_columns(e, &mut cols).ok()?;
-    cols.iter().map(|c| table.column(&c.name)).collect()
-}
-
 pub(crate) fn is_key(c: &Column) -> bool {
     matches!(c, Column::Dimension(_) | Column::MeasureName)
 }
@@ -171,7 +163,10 @@ fn groups_whole_buckets(table: &SeriesTable, e: &Expr, bucket_secs: i64) -> bool
     if let Expr::Alias(a) = e {
         return groups_whole_buckets(table, &a.expr, bucket_secs);
     }
-    if columns_of(table, e).is_some_and(|cols| cols.iter().all(|c| is_key(c))) {
+    if table
+        .columns_in(e)
+        .is_some_and(|cols| cols.iter().all(|c| is_key(c)))
+    {
         return true;
     }
     let Expr::ScalarFunction(f) = e else {

@@ -11,9 +11,11 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano, TimeUnit};
+use datafusion::arrow::datatypes::{
+    DataType, Float64Type, Int64Type, IntervalMonthDayNano, TimeUnit,
+};
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::FunctionRegistry;
@@ -24,6 +26,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 
+use crate::googlesql::big_endian;
 use crate::interpolate::{CreateTimeSeries, Interpolate, Method};
 
 /// Nanoseconds in a day.
@@ -351,23 +354,10 @@ impl ScalarUDFImpl for BigEndian {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let a = args.args[0].clone().into_array(args.number_rows)?;
         let bytes = a.as_binary::<i32>();
-        let eight = |i: usize| -> Option<[u8; 8]> {
-            (!bytes.is_null(i))
-                .then(|| <[u8; 8]>::try_from(bytes.value(i)).ok())
-                .flatten()
-        };
-        let out: ArrayRef = if self.output == DataType::Int64 {
-            Arc::new(
-                (0..bytes.len())
-                    .map(|i| eight(i).map(i64::from_be_bytes))
-                    .collect::<Int64Array>(),
-            )
+        let out = if self.output == DataType::Int64 {
+            big_endian::<8, Int64Type>(self.name, bytes, false, i64::from_be_bytes)?
         } else {
-            Arc::new(
-                (0..bytes.len())
-                    .map(|i| eight(i).map(f64::from_be_bytes))
-                    .collect::<Float64Array>(),
-            )
+            big_endian::<8, Float64Type>(self.name, bytes, false, f64::from_be_bytes)?
         };
         scalar_if_scalar(&args.args[0], out)
     }

@@ -23,11 +23,13 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, BinaryBuilder, BooleanArray, Float32Array, Float64Array,
-    Int64Array, ListBuilder, StringArray, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryArray, BinaryBuilder, BooleanArray, Int64Array, ListBuilder,
+    PrimitiveBuilder, StringArray, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, FieldRef, Float32Type, Float64Type, Int64Type,
+};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result as DfResult;
 use datafusion::execution::FunctionRegistry;
@@ -487,51 +489,48 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
         Op::Split => split(&cols, rows)?,
         Op::RegexpContains | Op::RegexpExtract => regexp(op, &cols, rows)?,
         Op::BigEndian(width) => {
-            let fixed = |i: usize, n: usize| -> DfResult<Option<Vec<u8>>> {
-                match value(0, i) {
-                    None => Ok(None),
-                    Some(v) if v.len() == n => Ok(Some(v.to_vec())),
-                    Some(v) => exec_err!(
-                        "{name} needs a value of {n} bytes (a big-endian encoding), got {} bytes",
-                        v.len()
-                    ),
-                }
-            };
+            let bytes = cast(&args[0], &DataType::Binary)?;
+            let bytes = bytes.as_binary::<i32>();
             match width {
-                Width::Int64 => Arc::new(
-                    (0..rows)
-                        .map(|i| {
-                            fixed(i, 8).map(|v| {
-                                v.and_then(|b| <[u8; 8]>::try_from(b).ok())
-                                    .map(i64::from_be_bytes)
-                            })
-                        })
-                        .collect::<DfResult<Int64Array>>()?,
-                ),
-                Width::Float64 => Arc::new(
-                    (0..rows)
-                        .map(|i| {
-                            fixed(i, 8).map(|v| {
-                                v.and_then(|b| <[u8; 8]>::try_from(b).ok())
-                                    .map(f64::from_be_bytes)
-                            })
-                        })
-                        .collect::<DfResult<Float64Array>>()?,
-                ),
-                Width::Float32 => Arc::new(
-                    (0..rows)
-                        .map(|i| {
-                            fixed(i, 4).map(|v| {
-                                v.and_then(|b| <[u8; 4]>::try_from(b).ok())
-                                    .map(f32::from_be_bytes)
-                            })
-                        })
-                        .collect::<DfResult<Float32Array>>()?,
-                ),
+                Width::Int64 => big_endian::<8, Int64Type>(name, bytes, true, i64::from_be_bytes)?,
+                Width::Float64 => {
+                    big_endian::<8, Float64Type>(name, bytes, true, f64::from_be_bytes)?
+                }
+                Width::Float32 => {
+                    big_endian::<4, Float32Type>(name, bytes, true, f32::from_be_bytes)?
+                }
             }
         }
         Op::Substr => substr(args, rows)?,
     })
+}
+
+/// Bigtable's big-endian encoding of `N` bytes, row by row; a value of another length
+/// fails naming it (`strict`, GoogleSQL's `TO_INT64`) or gives NULL (`be_int64`).
+pub(crate) fn big_endian<const N: usize, T: ArrowPrimitiveType>(
+    name: &str,
+    bytes: &BinaryArray,
+    strict: bool,
+    decode: fn([u8; N]) -> T::Native,
+) -> DfResult<ArrayRef> {
+    let mut out = PrimitiveBuilder::<T>::with_capacity(bytes.len());
+    for i in 0..bytes.len() {
+        if bytes.is_null(i) {
+            out.append_null();
+            continue;
+        }
+        match <[u8; N]>::try_from(bytes.value(i)) {
+            Ok(b) => out.append_value(decode(b)),
+            Err(_) if !strict => out.append_null(),
+            Err(_) => {
+                return exec_err!(
+                    "{name} needs a value of {N} bytes (a big-endian encoding), got {} bytes",
+                    bytes.value(i).len()
+                );
+            }
+        }
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 fn decode_text(op: Op, v: &[u8]) -> DfResult<Vec<u8>> {

@@ -320,13 +320,24 @@ fn matches(pattern: Option<&str>, name: &str) -> bool {
     pattern.is_none_or(|p| like(p, name))
 }
 
-fn names(column: &str, names: Vec<String>) -> Result<RecordBatch> {
-    let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
-    let mut b = StringBuilder::new();
-    for n in names {
-        b.append_value(n);
-    }
-    Ok(RecordBatch::try_new(schema, vec![Arc::new(b.finish())])?)
+/// A batch of VARCHAR columns named `columns`, one row per item of `rows`.
+fn text_batch<const N: usize>(columns: [&str; N], rows: Vec<[String; N]>) -> Result<RecordBatch> {
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, false))
+            .collect::<Vec<_>>(),
+    ));
+    let arrays: Vec<ArrayRef> = (0..N)
+        .map(|c| {
+            let mut b = StringBuilder::new();
+            for r in &rows {
+                b.append_value(&r[c]);
+            }
+            Arc::new(b.finish()) as ArrayRef
+        })
+        .collect();
+    Ok(RecordBatch::try_new(schema, arrays)?)
 }
 
 fn type_name(t: MeasureType) -> String {
@@ -359,7 +370,7 @@ pub(crate) fn answer(
                 .filter(|n| matches(like.as_deref(), n))
                 .collect();
             out.sort();
-            names("Database", out)
+            text_batch(["Database"], out.into_iter().map(|n| [n]).collect())
         }
         Statement::Tables { database, like } => {
             if ts.describe_database(database).is_err() {
@@ -379,7 +390,7 @@ pub(crate) fn answer(
                 .filter(|n| matches(like.as_deref(), n))
                 .collect();
             out.sort();
-            names("Table", out)
+            text_batch(["Table"], out.into_iter().map(|n| [n]).collect())
         }
         Statement::Measures {
             database,
@@ -480,34 +491,21 @@ fn describe(
 ) -> Result<RecordBatch> {
     let meta = table_meta(ts, database, table)?;
     let table = SeriesTable::new(ts.clone(), meta, Arc::new(ScanCounters::default()));
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("Column", DataType::Utf8, false),
-        Field::new("Type", DataType::Utf8, false),
-        Field::new("Timestream attribute type", DataType::Utf8, false),
-    ]));
-    let (mut names_b, mut types_b, mut kinds_b) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-    );
-    for c in table.columns() {
-        let (kind, t) = match c {
-            Column::Dimension(_) => ("DIMENSION", "varchar".to_string()),
-            Column::MeasureName => ("MEASURE_NAME", "varchar".to_string()),
-            Column::Time => ("TIMESTAMP", "timestamp".to_string()),
-            Column::Single(t) => ("MEASURE_VALUE", type_name(*t)),
-            Column::Attribute(_, t) => ("MULTI", type_name(*t)),
-        };
-        names_b.append_value(c.name());
-        types_b.append_value(t);
-        kinds_b.append_value(kind);
-    }
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(names_b.finish()),
-        Arc::new(types_b.finish()),
-        Arc::new(kinds_b.finish()),
-    ];
-    Ok(RecordBatch::try_new(schema, columns)?)
+    let rows = table
+        .columns()
+        .iter()
+        .map(|c| {
+            let (kind, t) = match c {
+                Column::Dimension(_) => ("DIMENSION", "varchar".to_string()),
+                Column::MeasureName => ("MEASURE_NAME", "varchar".to_string()),
+                Column::Time => ("TIMESTAMP", "timestamp".to_string()),
+                Column::Single(t) => ("MEASURE_VALUE", type_name(*t)),
+                Column::Attribute(_, t) => ("MULTI", type_name(*t)),
+            };
+            [c.name(), t, kind.to_string()]
+        })
+        .collect();
+    text_batch(["Column", "Type", "Timestream attribute type"], rows)
 }
 
 #[cfg(test)]

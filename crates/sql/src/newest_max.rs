@@ -32,7 +32,7 @@ use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, TableScanBuilder};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
-use crate::bucket_aggregates::{Wrapper, columns_of, is_key, on_aggregate, wrappers};
+use crate::bucket_aggregates::{Wrapper, is_key, on_aggregate, wrappers};
 use crate::series::{Column, SeriesTable};
 
 /// The rule (see the module docs).
@@ -100,7 +100,9 @@ fn rewrite(agg: &Aggregate) -> DfResult<Option<LogicalPlan>> {
     let groups_series = agg.group_expr.iter().all(|g| {
         !matches!(g, Expr::GroupingSet(_))
             && !g.is_volatile()
-            && columns_of(table, g).is_some_and(|cols| cols.iter().all(|c| is_key(c)))
+            && table
+                .columns_in(g)
+                .is_some_and(|cols| cols.iter().all(|c| is_key(c)))
     });
     let exact = wrappers
         .iter()

@@ -175,6 +175,14 @@ impl SeriesTable {
         &self.columns
     }
 
+    /// The table's columns an expression reads, or `None` if it reads one the table
+    /// lacks.
+    pub(crate) fn columns_in(&self, e: &Expr) -> Option<Vec<&Column>> {
+        let mut cols = HashSet::new();
+        expr_to_columns(e, &mut cols).ok()?;
+        cols.iter().map(|c| self.column(&c.name)).collect()
+    }
+
     /// The column named `name`.
     pub(crate) fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name() == name)
@@ -295,15 +303,7 @@ impl SeriesTable {
     /// read a series' newest point, or a bucket's summary, instead of its points are
     /// right only under such filters.
     pub(crate) fn filter_is_exact(&self, e: &Expr) -> bool {
-        let mut cols = HashSet::new();
-        if e.is_volatile() || expr_to_columns(e, &mut cols).is_err() {
-            return false;
-        }
-        let Some(cols) = cols
-            .iter()
-            .map(|c| self.column(&c.name))
-            .collect::<Option<Vec<_>>>()
-        else {
+        let Some(cols) = self.columns_in(e).filter(|_| !e.is_volatile()) else {
             return false;
         };
         if cols
