@@ -1,6 +1,6 @@
 //! The schema as stored: one record per table in the `meta` keyspace.
 //!
-//! ## On-disk format (version 1)
+//! ## On-disk format (version 2; version 1 records are read as unprotected tables)
 //! Meta keys:
 //! - `n` → next table id, u32 big-endian. Table ids are never reused, so the data of
 //!   a deleted table can be purged in the background while a new table of the same
@@ -8,16 +8,22 @@
 //! - `t` instance `0x00` table name → a table record (below).
 //! - `x` table_id (u32 BE) → empty: a deleted table whose cells are still to purge.
 //! - `y` table_id (u32 BE) family_id (u32 BE) → empty: a dropped family to purge.
+//! - `d` instance `0x00` table name → a deleted table that can still be undeleted:
+//!   i64 BE deletion time (µs), then its table record ([`crate::lifecycle`]).
+//! - `s` holder `0x00` copy id → a saved copy of a table ([`crate::copies`]).
+//! - `c` table_id (u32 BE) → empty: a copy being written; at open, its cells are purged.
+//! - `a` resource name … → opaque bytes kept for the server ([`crate::lifecycle`]).
 //!
 //! A table record, all integers big-endian:
 //! ```text
-//! u8  format version (1)
+//! u8  format version (2)
 //! u32 table id
 //! u8  granularity (0 millis, 1 micros)
 //! u32 next family id
 //! u16 family count, then per family in creation order:
 //!     u32 family id, u16 name length, name bytes (UTF-8),
 //!     u8 value type (0 bytes, 1 sum, 2 min, 3 max, 4 hll), GC rule (below)
+//! u8  flags (version 2 only): bit 0 deletion protection
 //! GC rule: u8 tag — 0 keep all; 1 max versions + u32; 2 max age + i64 µs;
 //!          3 intersection / 4 union + u16 count + that many rules
 //! ```
@@ -31,7 +37,11 @@ use crate::error::{Error, Result};
 use crate::schema::{Aggregate, FamilySpec, GcRule, Granularity, TableInfo, ValueType};
 
 /// Format version written by this build.
-const FORMAT_VERSION: u8 = 1;
+const FORMAT_VERSION: u8 = 2;
+/// The version before the flags byte.
+const FORMAT_VERSION_1: u8 = 1;
+/// Flag bit: the table is protected from deletion.
+const FLAG_DELETION_PROTECTION: u8 = 1;
 /// GC rules nest at most this deep when decoding, so corrupt input cannot recurse
 /// without bound (the 500-byte limit allows far less nesting than this anyway).
 const MAX_DECODE_DEPTH: usize = 64;
@@ -65,6 +75,8 @@ pub struct TableMeta {
     pub families: Vec<FamilyMeta>,
     /// Id the next created family gets.
     pub next_family_id: u32,
+    /// Whether DeleteTable and family drops are refused.
+    pub deletion_protection: bool,
 }
 
 impl TableMeta {
@@ -92,6 +104,7 @@ impl TableMeta {
                 .map(|f| (f.name.to_string(), f.spec.clone()))
                 .collect(),
             granularity: self.granularity,
+            deletion_protection: self.deletion_protection,
         }
     }
 
@@ -154,6 +167,11 @@ pub fn encode_table(t: &TableMeta) -> Vec<u8> {
         });
         encode_rule(&f.spec.gc_rule, &mut out);
     }
+    out.push(if t.deletion_protection {
+        FLAG_DELETION_PROTECTION
+    } else {
+        0
+    });
     out
 }
 
@@ -220,7 +238,7 @@ pub fn decode_table(meta_key: &[u8], bytes: &[u8]) -> Result<TableMeta> {
     let (instance, name) = split_meta_key(meta_key)?;
     let mut r = Reader { bytes, at: 0 };
     let version = r.u8()?;
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FORMAT_VERSION_1 {
         return Err(Error::Corrupt(format!(
             "unknown table record version {version}"
         )));
@@ -257,6 +275,14 @@ pub fn decode_table(meta_key: &[u8], bytes: &[u8]) -> Result<TableMeta> {
             },
         });
     }
+    let flags = if version == FORMAT_VERSION_1 {
+        0
+    } else {
+        r.u8()?
+    };
+    if flags & !FLAG_DELETION_PROTECTION != 0 {
+        return Err(Error::Corrupt(format!("unknown table flags {flags:#x}")));
+    }
     if r.at != bytes.len() {
         return Err(Error::Corrupt(format!(
             "{} trailing bytes in table record",
@@ -275,6 +301,7 @@ pub fn decode_table(meta_key: &[u8], bytes: &[u8]) -> Result<TableMeta> {
         granularity,
         families,
         next_family_id,
+        deletion_protection: flags & FLAG_DELETION_PROTECTION != 0,
     })
 }
 
@@ -351,6 +378,7 @@ mod tests {
                 },
             ],
             next_family_id: 4,
+            deletion_protection: true,
         }
     }
 
@@ -358,6 +386,16 @@ mod tests {
     fn round_trip() {
         let t = sample();
         assert_eq!(decode_table(&t.meta_key(), &encode_table(&t)).unwrap(), t);
+    }
+
+    #[test]
+    fn version_1_records_read_as_unprotected() {
+        let mut t = sample();
+        let mut v1 = encode_table(&t);
+        v1[0] = FORMAT_VERSION_1;
+        v1.pop();
+        t.deletion_protection = false;
+        assert_eq!(decode_table(&t.meta_key(), &v1).unwrap(), t);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Options {
     /// Where to report requests that pass a recommended limit ([`crate::warning`]);
     /// `None` drops the warnings. The engine never prints.
     pub on_warning: Option<WarningSink>,
+    /// How long a deleted table can be undeleted ([`crate::lifecycle`]); its cells stay
+    /// on disk that long. Zero purges at once.
+    pub undelete_window: Duration,
 }
 
 impl Default for Options {
@@ -72,6 +75,7 @@ impl Default for Options {
             cache_bytes: 256 * 1024 * 1024,
             sweep_interval: Some(Duration::from_secs(60)),
             on_warning: None,
+            undelete_window: Duration::from_secs(crate::limits::DEFAULT_UNDELETE_WINDOW_SECS),
         }
     }
 }
@@ -106,6 +110,8 @@ pub(crate) struct Inner {
     pub on_warning: Option<WarningSink>,
     /// Bounds on row sizes, in memory ([`crate::rowsize`]).
     pub row_sizes: crate::rowsize::RowSizes,
+    /// [`Options::undelete_window`].
+    pub undelete_window: Duration,
 }
 
 /// A handle to an open data directory. Cheap to clone; all clones share one engine.
@@ -164,7 +170,12 @@ impl Engine {
             sweeper: crate::gc::SweeperControl::default(),
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),
+            undelete_window: options.undelete_window,
         });
+        Self {
+            inner: Arc::clone(&inner),
+        }
+        .abandon_interrupted_copies()?;
         if let Some(every) = options.sweep_interval {
             crate::gc::spawn_sweeper(&inner, every);
             crate::rowsize::spawn_survey(&inner);
@@ -181,7 +192,7 @@ impl Engine {
             .map_err(|_| Error::Storage("catalog lock poisoned".into()))
     }
 
-    fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, TableDirectory>> {
+    pub(crate) fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, TableDirectory>> {
         self.inner
             .catalog
             .write()
@@ -254,6 +265,7 @@ impl Engine {
             granularity: spec.granularity,
             next_family_id: families.len() as u32,
             families,
+            deletion_protection: false,
         };
         let warning = many_families(&meta);
         let info = self.install_with_new_id(&mut cat, meta, None)?;
@@ -326,17 +338,35 @@ impl Engine {
         Ok(out)
     }
 
-    /// Deletes a table; its cells are purged in the background.
+    /// Deletes a table (refused while it is protected). It can be undeleted for
+    /// [`Options::undelete_window`], then its cells are purged in the background; a
+    /// table of the same name deleted earlier goes for good.
     pub fn delete_table(&self, instance: &str, name: &str) -> Result<()> {
         let mut cat = self.catalog_mut()?;
         let meta = Arc::clone(cat.get(instance, name)?);
+        crate::lifecycle::refuse_protected(&meta, "deleting it")?;
         let mut batch = self.inner.db.batch();
         batch.remove(&self.inner.meta, meta.meta_key());
-        batch.insert(
-            &self.inner.meta,
-            catalog::dead_table_key(meta.id),
-            Vec::new(),
-        );
+        let deleted = crate::lifecycle::deleted_key(instance, name);
+        if let Some(earlier) = self.inner.meta.get(&deleted)? {
+            let (_, earlier) = crate::lifecycle::decode_deleted(&deleted, &earlier)?;
+            batch.insert(
+                &self.inner.meta,
+                catalog::dead_table_key(earlier.id),
+                Vec::new(),
+            );
+        }
+        if self.inner.undelete_window.is_zero() {
+            batch.remove(&self.inner.meta, deleted);
+            batch.insert(
+                &self.inner.meta,
+                catalog::dead_table_key(meta.id),
+                Vec::new(),
+            );
+        } else {
+            let record = crate::lifecycle::encode_deleted(self.now_us(), &meta);
+            batch.insert(&self.inner.meta, deleted, record);
+        }
         self.commit(batch)?;
         if let Some(t) = cat.tables.get_mut(instance) {
             t.remove(name);
@@ -408,6 +438,10 @@ impl Engine {
                     }
                 }
                 FamilyChange::Drop(fname) => {
+                    crate::lifecycle::refuse_protected(
+                        &meta,
+                        &format!("dropping column family {fname}"),
+                    )?;
                     let at = meta
                         .families
                         .iter()

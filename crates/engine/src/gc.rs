@@ -98,6 +98,9 @@ impl Engine {
     /// GC rules collect. Safe to run concurrently with reads and writes.
     pub fn sweep(&self) -> Result<SweepStats> {
         let mut stats = SweepStats::default();
+        self.expire_deleted()?;
+        self.expire_copies()?;
+        let undeletable = self.undeletable_ids()?;
         let snapshot = self.inner.db.snapshot();
         let mut dead_tables = Vec::new();
         let mut dead_families: Vec<(u32, u32, Vec<u8>)> = Vec::new();
@@ -146,13 +149,14 @@ impl Engine {
                 self.forget_marker(marker)?;
             }
         }
-        // Markers of families whose table is gone entirely were covered by the table purge.
+        // Markers of families whose table is gone for good were covered by the table purge.
         for (t, _, marker) in &dead_families {
-            if self
-                .catalog()?
-                .tables
-                .values()
-                .all(|ts| ts.values().all(|m| m.id != *t))
+            if !undeletable.contains(t)
+                && self
+                    .catalog()?
+                    .tables
+                    .values()
+                    .all(|ts| ts.values().all(|m| m.id != *t))
             {
                 self.forget_marker(marker)?;
             }

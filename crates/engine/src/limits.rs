@@ -25,6 +25,8 @@ pub const RECOMMENDED_FAMILIES_PER_TABLE: usize = 100;
 pub const MAX_FAMILIES_PER_TABLE: usize = 1_000;
 /// Tables per instance: Bigtable's documented limit.
 pub const MAX_TABLES_PER_INSTANCE: usize = 1_000;
+/// How long a deleted table can be undeleted by default (Bigtable's window: 7 days).
+pub const DEFAULT_UNDELETE_WINDOW_SECS: u64 = 7 * 24 * 3600;
 /// Table ids are at most 50 characters: Bigtable's table-id rule.
 pub const MAX_TABLE_ID_CHARS: usize = 50;
 /// Family names are at most 64 characters: Bigtable's admin API rule.

@@ -223,6 +223,20 @@ impl RowSizes {
         report
     }
 
+    /// A row written whole by a table copy ([`crate::copies`]) measured `bytes`: rows
+    /// the survey would remember are remembered, so the copy's rows keep exact bounds.
+    pub fn note_copied_row(&self, row_prefix: &[u8], bytes: u64) {
+        if row_prefix.is_empty() || bytes < SURVEY_FLOOR_BYTES {
+            return;
+        }
+        let m = Measured {
+            bytes,
+            written_at: self.estimate(Self::slots(row_prefix)),
+            warned: bytes > RECOMMENDED_ROW,
+        };
+        self.remember(row_prefix, m, true);
+    }
+
     /// Remembers a measurement; `replace`: over an older one.
     fn remember(&self, row_prefix: &[u8], m: Measured, replace: bool) {
         let Ok(mut map) = self.measured.lock() else {

@@ -228,6 +228,9 @@ pub struct TableInfo {
     pub families: Vec<(String, FamilySpec)>,
     /// Timestamp granularity.
     pub granularity: Granularity,
+    /// Whether the table is protected from deletion (DeleteTable and family drops
+    /// fail with [`crate::Error::Precondition`]).
+    pub deletion_protection: bool,
 }
 
 /// Checks a table id against Bigtable's rule: 1 to 50 characters of

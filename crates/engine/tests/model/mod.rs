@@ -107,6 +107,7 @@ impl MTable {
                 .map(|f| (f.name.clone(), f.spec.clone()))
                 .collect(),
             granularity: self.granularity,
+            deletion_protection: false,
         }
     }
 
