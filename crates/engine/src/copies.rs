@@ -228,7 +228,7 @@ impl Engine {
     fn refuse_existing_copy(&self, key: &[u8], id: &str) -> Result<()> {
         if self.inner.meta.get(key)?.is_some() {
             return Err(Error::AlreadyExists {
-                kind: "saved copy",
+                kind: "snapshot",
                 name: id.to_owned(),
             });
         }

@@ -265,7 +265,7 @@ impl Engine {
             granularity: spec.granularity,
             next_family_id: families.len() as u32,
             families,
-            deletion_protection: false,
+            deletion_protection: spec.deletion_protection,
         };
         let warning = many_families(&meta);
         let info = self.install_with_new_id(&mut cat, meta, None)?;

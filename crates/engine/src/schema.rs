@@ -200,6 +200,8 @@ pub struct TableSpec {
     pub families: Vec<(String, FamilySpec)>,
     /// Timestamp granularity.
     pub granularity: Granularity,
+    /// Whether the table starts protected from deletion.
+    pub deletion_protection: bool,
 }
 
 /// A change to one family, as `ModifyColumnFamiliesRequest.Modification`.

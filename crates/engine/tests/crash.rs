@@ -45,6 +45,7 @@ fn crash_child() {
     let spec = TableSpec {
         families: vec![("cf".into(), FamilySpec::default())],
         granularity: Granularity::Micros,
+        deletion_protection: false,
     };
     let _ = engine.create_table(I, "t", spec);
     let cycle = std::env::var("ALMANAC_CRASH_CYCLE").unwrap();

@@ -33,6 +33,7 @@ fn engine_with(name: &str, options: Options) -> ScratchEngine {
     let spec = TableSpec {
         families: vec![("cf".into(), FamilySpec::default())],
         granularity: Granularity::Millis,
+        deletion_protection: false,
     };
     e.create_table(I, "t", spec).unwrap();
     e
@@ -448,6 +449,7 @@ fn row_size_limit_holds_for_the_stored_row() {
     let spec = TableSpec {
         families: vec![("cf".into(), FamilySpec::default()), ("aged".into(), aged)],
         granularity: Granularity::Millis,
+        deletion_protection: false,
     };
     e.create_table(I, "t", spec).unwrap();
 

@@ -24,6 +24,7 @@ fn engine() -> ScratchEngine {
             ("b".into(), FamilySpec::default()),
         ],
         granularity: Granularity::Micros,
+        deletion_protection: false,
     };
     e.create_table(I, "t", spec).unwrap();
     // One row with WIDE columns in family a, one column with WIDE versions in family b.

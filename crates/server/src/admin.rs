@@ -1,18 +1,25 @@
 //! The Table Admin API (`google.bigtable.admin.v2.BigtableTableAdmin`): tables,
-//! column families, row-range drops and (single-replica) consistency tokens.
+//! column families, deletion protection and undelete, row-range drops,
+//! (single-replica) consistency tokens, snapshots ([`crate::snapshots`]) and IAM
+//! policies on tables ([`crate::iam`]). Changes that the API runs as long-running
+//! operations finish before the answer, so the operations come back done.
 
 use std::collections::HashMap;
 
 use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_server::BigtableTableAdmin;
+use almanac_api::google::iam::v1 as iam;
+use almanac_api::google::longrunning::Operation;
 use almanac_engine::schema::{FamilyChange, TableInfo, TableSpec};
 use almanac_engine::{DropRows, Engine};
 use tonic::{Request, Response, Status};
 
-use crate::convert;
 use crate::data::blocking;
 use crate::names::{self, TableName};
+use crate::namespaces::{Registry, mask_paths};
+use crate::operations::{done, timestamp};
 use crate::status::{IntoStatus, invalid};
+use crate::{convert, iam as policies, snapshots};
 
 /// Tables per ListTables page when the caller sets no page size.
 const DEFAULT_PAGE_SIZE: usize = 1_000;
@@ -21,13 +28,34 @@ const DEFAULT_PAGE_SIZE: usize = 1_000;
 #[derive(Clone)]
 pub struct TableAdminService {
     engine: Engine,
+    registry: Registry,
 }
 
 impl TableAdminService {
-    /// Serves `engine`.
-    pub fn new(engine: Engine) -> Self {
-        Self { engine }
+    /// Serves `engine`, whose instances and clusters `registry` keeps.
+    pub fn new(engine: Engine, registry: Registry) -> Self {
+        Self { engine, registry }
     }
+
+    /// Runs `f` on a blocking thread with the engine and the registry.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Engine, &Registry) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let (engine, registry) = (self.engine.clone(), self.registry.clone());
+        blocking(move || f(&engine, &registry)).await
+    }
+
+    fn now(&self) -> Option<prost_types::Timestamp> {
+        Some(timestamp(self.engine.now_us()))
+    }
+}
+
+/// A table named as an IAM resource of this service, checked to exist.
+fn iam_table(engine: &Engine, resource: &str) -> Result<String, Status> {
+    let name = names::table(resource)?;
+    engine.get_table(&name.instance, &name.table).status()?;
+    Ok(name.full())
 }
 
 fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
@@ -59,6 +87,7 @@ fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
         name,
         column_families,
         granularity: if name_only { 0 } else { granularity as i32 },
+        deletion_protection: info.deletion_protection,
         ..pb::Table::default()
     }
 }
@@ -80,6 +109,7 @@ impl BigtableTableAdmin for TableAdminService {
         let spec = TableSpec {
             families,
             granularity: convert::granularity(table.granularity)?,
+            deletion_protection: table.deletion_protection,
         };
         // Split keys only shape tablets on the service; here they are validated and accepted.
         for s in &req.initial_splits {
@@ -287,5 +317,161 @@ impl BigtableTableAdmin for TableAdminService {
         Ok(Response::new(pb::CheckConsistencyResponse {
             consistent: true,
         }))
+    }
+
+    async fn update_table(
+        &self,
+        request: Request<pb::UpdateTableRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let update = req.table.unwrap_or_default();
+        let name = names::table(&update.name)?;
+        let paths = mask_paths(req.update_mask.as_ref(), "the table")?;
+        for path in &paths {
+            match path.as_str() {
+                "deletion_protection" => {}
+                "change_stream_config" | "change_stream_config.retention_period" => {
+                    return Err(Status::unimplemented(
+                        "change streams are not implemented by Almanac yet; \
+                         change_stream_config cannot be set",
+                    ));
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "update_mask names {other:?}; Almanac's UpdateTable sets \
+                         deletion_protection"
+                    )));
+                }
+            }
+        }
+        let protect = update.deletion_protection;
+        let full = name.full();
+        let info = self
+            .run(move |e, _| {
+                e.set_deletion_protection(&name.instance, &name.table, protect)
+                    .status()
+            })
+            .await?;
+        let meta = pb::UpdateTableMetadata {
+            name: full.clone(),
+            start_time: start,
+            end_time: self.now(),
+        };
+        let table = table_proto(&info, pb::table::View::SchemaView as i32);
+        Ok(Response::new(done(&full, &meta, &table)))
+    }
+
+    async fn undelete_table(
+        &self,
+        request: Request<pb::UndeleteTableRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let start = self.now();
+        let name = names::table(&request.get_ref().name)?;
+        let full = name.full();
+        let info = self
+            .run(move |e, _| e.undelete_table(&name.instance, &name.table).status())
+            .await?;
+        let meta = pb::UndeleteTableMetadata {
+            name: full.clone(),
+            start_time: start,
+            end_time: self.now(),
+        };
+        let table = table_proto(&info, pb::table::View::SchemaView as i32);
+        Ok(Response::new(done(&full, &meta, &table)))
+    }
+
+    async fn snapshot_table(
+        &self,
+        request: Request<pb::SnapshotTableRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let snapshot = self.run(move |e, r| snapshots::take(e, r, &req)).await?;
+        let meta = pb::SnapshotTableMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&snapshot.name, &meta, &snapshot)))
+    }
+
+    async fn get_snapshot(
+        &self,
+        request: Request<pb::GetSnapshotRequest>,
+    ) -> Result<Response<pb::Snapshot>, Status> {
+        let name = request.into_inner().name;
+        Ok(Response::new(
+            self.run(move |e, r| snapshots::get(e, r, &name)).await?,
+        ))
+    }
+
+    async fn list_snapshots(
+        &self,
+        request: Request<pb::ListSnapshotsRequest>,
+    ) -> Result<Response<pb::ListSnapshotsResponse>, Status> {
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, r| snapshots::list(e, r, &req)).await?,
+        ))
+    }
+
+    async fn delete_snapshot(
+        &self,
+        request: Request<pb::DeleteSnapshotRequest>,
+    ) -> Result<Response<()>, Status> {
+        let name = request.into_inner().name;
+        self.run(move |e, r| snapshots::delete(e, r, &name)).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn create_table_from_snapshot(
+        &self,
+        request: Request<pb::CreateTableFromSnapshotRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let info = self.run(move |e, r| snapshots::restore(e, r, &req)).await?;
+        let table = table_proto(&info, pb::table::View::SchemaView as i32);
+        let meta = pb::CreateTableFromSnapshotMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&table.name, &meta, &table)))
+    }
+
+    async fn get_iam_policy(
+        &self,
+        request: Request<iam::GetIamPolicyRequest>,
+    ) -> Result<Response<iam::Policy>, Status> {
+        let resource = request.into_inner().resource;
+        Ok(Response::new(
+            self.run(move |e, _| policies::get(e, &iam_table(e, &resource)?))
+                .await?,
+        ))
+    }
+
+    async fn set_iam_policy(
+        &self,
+        request: Request<iam::SetIamPolicyRequest>,
+    ) -> Result<Response<iam::Policy>, Status> {
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, _| policies::set(e, &iam_table(e, &req.resource)?, req.policy))
+                .await?,
+        ))
+    }
+
+    async fn test_iam_permissions(
+        &self,
+        request: Request<iam::TestIamPermissionsRequest>,
+    ) -> Result<Response<iam::TestIamPermissionsResponse>, Status> {
+        let req = request.into_inner();
+        let resource = req.resource;
+        self.run(move |e, _| iam_table(e, &resource)).await?;
+        Ok(Response::new(policies::test(req.permissions)?))
     }
 }

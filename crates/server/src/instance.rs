@@ -1,33 +1,45 @@
-//! Just enough of the Instance Admin API for clients and `cbt`: every
-//! `projects/{p}/instances/{i}` exists (instances are namespaces), with one cluster
-//! and the default app profile.
+//! The Instance Admin API (`google.bigtable.admin.v2.BigtableInstanceAdmin`):
+//! instances, clusters and app profiles ([`crate::namespaces`] keeps them) and IAM
+//! policies on instances ([`crate::iam`]). Changes finish before the answer, so their
+//! long-running operations come back done ([`crate::operations`]).
 
 use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_api::google::bigtable::admin::v2::bigtable_instance_admin_server::BigtableInstanceAdmin;
+use almanac_api::google::iam::v1 as iam;
+use almanac_api::google::longrunning::Operation;
 use almanac_engine::Engine;
 use tonic::{Request, Response, Status};
 
 use crate::data::blocking;
-use crate::names;
-use crate::status::{IntoStatus, invalid};
-
-/// The cluster id every instance reports.
-const CLUSTER_ID: &str = "almanac";
-/// The app profile every instance has.
-const DEFAULT_APP_PROFILE: &str = "default";
-/// The zone every cluster reports.
-const ZONE: &str = "local";
+use crate::namespaces::{Registry, mask_paths};
+use crate::operations::{done, timestamp};
+use crate::status::invalid;
+use crate::{iam as policies, names};
 
 /// Instance Admin over one engine.
 #[derive(Clone)]
 pub struct InstanceAdminService {
     engine: Engine,
+    registry: Registry,
 }
 
 impl InstanceAdminService {
-    /// Serves `engine`.
-    pub fn new(engine: Engine) -> Self {
-        Self { engine }
+    /// Serves `engine`, whose instances `registry` keeps.
+    pub fn new(engine: Engine, registry: Registry) -> Self {
+        Self { engine, registry }
+    }
+
+    /// Runs `f` on the registry on a blocking thread.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Registry) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let registry = self.registry.clone();
+        blocking(move || f(&registry)).await
+    }
+
+    fn now(&self) -> Option<prost_types::Timestamp> {
+        Some(timestamp(self.engine.now_us()))
     }
 }
 
@@ -40,52 +52,35 @@ fn project(parent: &str) -> Result<&str, Status> {
     }
 }
 
-fn instance_proto(name: &str) -> pb::Instance {
-    let id = name.rsplit('/').next().unwrap_or_default();
-    pb::Instance {
-        name: name.to_owned(),
-        display_name: id.to_owned(),
-        state: pb::instance::State::Ready as i32,
-        r#type: pb::instance::Type::Production as i32,
-        ..pb::Instance::default()
-    }
-}
-
-/// The one app profile of an instance: `default`, routing every request to its one
-/// cluster.
-fn default_profile(instance: &str) -> pb::AppProfile {
-    pb::AppProfile {
-        name: format!("{instance}/appProfiles/{DEFAULT_APP_PROFILE}"),
-        description: "Almanac's single-cluster default profile".into(),
-        routing_policy: Some(pb::app_profile::RoutingPolicy::SingleClusterRouting(
-            pb::app_profile::SingleClusterRouting {
-                cluster_id: CLUSTER_ID.into(),
-                allow_transactional_writes: true,
-            },
-        )),
-        ..pb::AppProfile::default()
-    }
-}
-
-fn cluster_proto(instance: &str) -> pb::Cluster {
-    pb::Cluster {
-        name: format!("{instance}/clusters/{CLUSTER_ID}"),
-        location: format!("projects/-/locations/{ZONE}"),
-        state: pb::cluster::State::Ready as i32,
-        serve_nodes: 1,
-        default_storage_type: pb::StorageType::Ssd as i32,
-        ..pb::Cluster::default()
-    }
+/// An IAM resource of this service: an instance.
+fn iam_resource(resource: &str) -> Result<String, Status> {
+    names::instance(resource)
 }
 
 #[tonic::async_trait]
 impl BigtableInstanceAdmin for InstanceAdminService {
+    async fn create_instance(
+        &self,
+        request: Request<pb::CreateInstanceRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let inst = self.run(move |r| r.create_instance(req)).await?;
+        let meta = pb::CreateInstanceMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&inst.name, &meta, &inst)))
+    }
+
     async fn get_instance(
         &self,
         request: Request<pb::GetInstanceRequest>,
     ) -> Result<Response<pb::Instance>, Status> {
         let name = names::instance(&request.get_ref().name)?;
-        Ok(Response::new(instance_proto(&name)))
+        Ok(Response::new(self.run(move |r| r.instance(&name)).await?))
     }
 
     async fn list_instances(
@@ -93,14 +88,7 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         request: Request<pb::ListInstancesRequest>,
     ) -> Result<Response<pb::ListInstancesResponse>, Status> {
         let p = project(&request.get_ref().parent)?.to_owned();
-        let engine = self.engine.clone();
-        let all = blocking(move || engine.list_instances().status()).await?;
-        let prefix = format!("projects/{p}/instances/");
-        let instances = all
-            .iter()
-            .filter(|i| i.starts_with(&prefix))
-            .map(|i| instance_proto(i))
-            .collect();
+        let instances = self.run(move |r| r.instances(&p)).await?;
         Ok(Response::new(pb::ListInstancesResponse {
             instances,
             failed_locations: vec![],
@@ -108,19 +96,68 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         }))
     }
 
+    async fn update_instance(
+        &self,
+        request: Request<pb::Instance>,
+    ) -> Result<Response<pb::Instance>, Status> {
+        let update = request.into_inner();
+        let paths = ["display_name", "type", "labels"]
+            .map(String::from)
+            .to_vec();
+        Ok(Response::new(
+            self.run(move |r| r.update_instance(update, &paths)).await?,
+        ))
+    }
+
+    async fn partial_update_instance(
+        &self,
+        request: Request<pb::PartialUpdateInstanceRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let paths = mask_paths(req.update_mask.as_ref(), "the instance")?;
+        let update = req.instance.clone().unwrap_or_default();
+        let inst = self.run(move |r| r.update_instance(update, &paths)).await?;
+        let meta = pb::UpdateInstanceMetadata {
+            original_request: Some(req),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&inst.name, &meta, &inst)))
+    }
+
+    async fn delete_instance(
+        &self,
+        request: Request<pb::DeleteInstanceRequest>,
+    ) -> Result<Response<()>, Status> {
+        let name = request.into_inner().name;
+        self.run(move |r| r.delete_instance(&name)).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn create_cluster(
+        &self,
+        request: Request<pb::CreateClusterRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let c = self.run(move |r| r.create_cluster(req)).await?;
+        let meta = pb::CreateClusterMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+            ..pb::CreateClusterMetadata::default()
+        };
+        Ok(Response::new(done(&c.name, &meta, &c)))
+    }
+
     async fn get_cluster(
         &self,
         request: Request<pb::GetClusterRequest>,
     ) -> Result<Response<pb::Cluster>, Status> {
-        let name = &request.get_ref().name;
-        let Some((instance, cluster)) = name.split_once("/clusters/") else {
-            return Err(invalid(format!("invalid cluster name {name:?}")));
-        };
-        names::instance(instance)?;
-        if cluster != CLUSTER_ID {
-            return Err(Status::not_found(format!("cluster not found: {name}")));
-        }
-        Ok(Response::new(cluster_proto(instance)))
+        let name = request.into_inner().name;
+        Ok(Response::new(self.run(move |r| r.cluster(&name)).await?))
     }
 
     async fn list_clusters(
@@ -128,19 +165,22 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         request: Request<pb::ListClustersRequest>,
     ) -> Result<Response<pb::ListClustersResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
-        // Instance "-" means every instance of the project (as on the service).
-        let clusters = match instance.strip_suffix("/instances/-") {
-            Some(project) => {
-                let prefix = format!("{project}/instances/");
-                let engine = self.engine.clone();
-                let all = blocking(move || engine.list_instances().status()).await?;
-                all.iter()
-                    .filter(|i| i.starts_with(&prefix))
-                    .map(|i| cluster_proto(i))
-                    .collect()
-            }
-            None => vec![cluster_proto(&instance)],
-        };
+        let clusters = self
+            .run(move |r| {
+                // Instance "-" means every instance of the project (as on the service).
+                match instance.strip_suffix("/instances/-") {
+                    Some(project) => {
+                        let id = project.trim_start_matches("projects/");
+                        let mut all = Vec::new();
+                        for i in r.instances(id)? {
+                            all.extend(r.clusters(&i.name)?);
+                        }
+                        Ok(all)
+                    }
+                    None => r.clusters(&instance),
+                }
+            })
+            .await?;
         Ok(Response::new(pb::ListClustersResponse {
             clusters,
             failed_locations: vec![],
@@ -148,18 +188,64 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         }))
     }
 
+    async fn update_cluster(
+        &self,
+        request: Request<pb::Cluster>,
+    ) -> Result<Response<Operation>, Status> {
+        let update = request.into_inner();
+        let start = self.now();
+        let original = update.clone();
+        let c = self.run(move |r| r.update_cluster(update, &[])).await?;
+        let meta = pb::UpdateClusterMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&c.name, &meta, &c)))
+    }
+
+    async fn partial_update_cluster(
+        &self,
+        request: Request<pb::PartialUpdateClusterRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let start = self.now();
+        let paths = mask_paths(req.update_mask.as_ref(), "the cluster")?;
+        let update = req.cluster.clone().unwrap_or_default();
+        let c = self.run(move |r| r.update_cluster(update, &paths)).await?;
+        let meta = pb::PartialUpdateClusterMetadata {
+            original_request: Some(req),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&c.name, &meta, &c)))
+    }
+
+    async fn delete_cluster(
+        &self,
+        request: Request<pb::DeleteClusterRequest>,
+    ) -> Result<Response<()>, Status> {
+        let name = request.into_inner().name;
+        self.run(move |r| r.delete_cluster(&name)).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn create_app_profile(
+        &self,
+        request: Request<pb::CreateAppProfileRequest>,
+    ) -> Result<Response<pb::AppProfile>, Status> {
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |r| r.create_profile(req)).await?,
+        ))
+    }
+
     async fn get_app_profile(
         &self,
         request: Request<pb::GetAppProfileRequest>,
     ) -> Result<Response<pb::AppProfile>, Status> {
-        let name = request.get_ref().name.clone();
-        match name.split_once("/appProfiles/") {
-            Some((instance, DEFAULT_APP_PROFILE)) => {
-                let instance = names::instance(instance)?;
-                Ok(Response::new(default_profile(&instance)))
-            }
-            _ => Err(Status::not_found(format!("app profile not found: {name}"))),
-        }
+        let name = request.into_inner().name;
+        Ok(Response::new(self.run(move |r| r.profile(&name)).await?))
     }
 
     async fn list_app_profiles(
@@ -167,10 +253,67 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         request: Request<pb::ListAppProfilesRequest>,
     ) -> Result<Response<pb::ListAppProfilesResponse>, Status> {
         let instance = names::instance(&request.get_ref().parent)?;
+        let app_profiles = self.run(move |r| r.profiles(&instance)).await?;
         Ok(Response::new(pb::ListAppProfilesResponse {
-            app_profiles: vec![default_profile(&instance)],
+            app_profiles,
             next_page_token: String::new(),
             failed_locations: vec![],
         }))
+    }
+
+    async fn update_app_profile(
+        &self,
+        request: Request<pb::UpdateAppProfileRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let req = request.into_inner();
+        let paths = mask_paths(req.update_mask.as_ref(), "the app profile")?;
+        let update = req.app_profile.unwrap_or_default();
+        let p = self.run(move |r| r.update_profile(update, &paths)).await?;
+        Ok(Response::new(done(
+            &p.name,
+            &pb::UpdateAppProfileMetadata::default(),
+            &p,
+        )))
+    }
+
+    async fn delete_app_profile(
+        &self,
+        request: Request<pb::DeleteAppProfileRequest>,
+    ) -> Result<Response<()>, Status> {
+        let name = request.into_inner().name;
+        self.run(move |r| r.delete_profile(&name)).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn get_iam_policy(
+        &self,
+        request: Request<iam::GetIamPolicyRequest>,
+    ) -> Result<Response<iam::Policy>, Status> {
+        let resource = iam_resource(&request.get_ref().resource)?;
+        let engine = self.engine.clone();
+        Ok(Response::new(
+            blocking(move || policies::get(&engine, &resource)).await?,
+        ))
+    }
+
+    async fn set_iam_policy(
+        &self,
+        request: Request<iam::SetIamPolicyRequest>,
+    ) -> Result<Response<iam::Policy>, Status> {
+        let req = request.into_inner();
+        let resource = iam_resource(&req.resource)?;
+        let engine = self.engine.clone();
+        Ok(Response::new(
+            blocking(move || policies::set(&engine, &resource, req.policy)).await?,
+        ))
+    }
+
+    async fn test_iam_permissions(
+        &self,
+        request: Request<iam::TestIamPermissionsRequest>,
+    ) -> Result<Response<iam::TestIamPermissionsResponse>, Status> {
+        let req = request.into_inner();
+        iam_resource(&req.resource)?;
+        Ok(Response::new(policies::test(req.permissions)?))
     }
 }

@@ -35,11 +35,15 @@ mod convert;
 mod crc32c;
 mod data;
 mod execute_query;
+mod iam;
 mod instance;
 mod names;
+mod namespaces;
 pub mod node;
+mod operations;
 mod read_rows;
 mod shards;
+mod snapshots;
 mod status;
 pub mod timestream;
 mod unimplemented;
@@ -146,12 +150,16 @@ pub async fn serve(
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES),
     );
+    let registry = namespaces::Registry::new(engine.clone());
     let table_admin = NameUnimplemented::new(
-        BigtableTableAdminServer::new(admin::TableAdminService::new(engine.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        BigtableTableAdminServer::new(admin::TableAdminService::new(
+            engine.clone(),
+            registry.clone(),
+        ))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES),
     );
     let instance_admin = NameUnimplemented::new(BigtableInstanceAdminServer::new(
-        instance::InstanceAdminService::new(engine),
+        instance::InstanceAdminService::new(engine, registry),
     ));
     let shards = Shards::start(shards::shard_count(), move |incoming, stop| {
         tonic::transport::Server::builder()

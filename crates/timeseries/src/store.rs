@@ -100,6 +100,7 @@ impl WideColumnStore for EmbeddedStore {
                 })
                 .collect(),
             granularity: Granularity::Millis,
+            deletion_protection: false,
         };
         self.engine
             .create_table(&self.instance, table, spec)

@@ -218,6 +218,7 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
                 spec: TableSpec {
                     families,
                     granularity,
+                    deletion_protection: false,
                 },
             }
         }
