@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use almanac_engine::Durability;
+use almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS;
 use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
 use almanac_server::{Node, NodeConfig};
 use almanac_timeseries::DEFAULT_INSTANCE;
@@ -46,6 +47,10 @@ pub struct ServeArgs {
     /// historical backfill is not sealed while it is still being written).
     #[arg(long, default_value_t = DEFAULT_SEAL_QUIET_SECS)]
     seal_quiet_secs: u64,
+    /// Seconds a deleted table can be undeleted (UndeleteTable); its data stays on
+    /// disk that long. 0 deletes at once.
+    #[arg(long, default_value_t = DEFAULT_UNDELETE_WINDOW_SECS)]
+    undelete_window_secs: u64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -55,6 +60,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         sweep_interval: Duration::from_secs(args.sweep_secs),
         seal_interval: (args.seal_secs > 0).then(|| Duration::from_secs(args.seal_secs)),
         seal_quiet: Duration::from_secs(args.seal_quiet_secs),
+        undelete_window: Duration::from_secs(args.undelete_window_secs),
         timestream_advertise: args.timestream_advertise,
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");

@@ -42,9 +42,9 @@ fn spec() -> TableSpec {
 fn put(e: &Engine, table: &str, row: &str, v: &str) {
     let m = Mutation::SetCell {
         family: "cf".into(),
-        qualifier: b"q".to_vec().into(),
+        qualifier: b"q".to_vec(),
         timestamp_us: 1_000,
-        value: v.as_bytes().to_vec().into(),
+        value: v.as_bytes().to_vec(),
     };
     e.mutate_row(I, table, row.as_bytes(), &[m]).unwrap();
 }

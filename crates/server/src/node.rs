@@ -60,6 +60,8 @@ pub struct NodeConfig {
     pub seal_interval: Option<Duration>,
     /// How long a closed bucket must go unwritten before a background pass seals it.
     pub seal_quiet: Duration,
+    /// How long a deleted table can be undeleted (its cells stay on disk that long).
+    pub undelete_window: Duration,
     /// Where warnings about recommended limits go; `None` drops them.
     pub on_warning: Option<WarningSink>,
     /// The Timestream endpoint's address as clients should reach it, answered by
@@ -80,6 +82,9 @@ impl NodeConfig {
             sweep_interval: Duration::from_secs(DEFAULT_SWEEP_SECS),
             seal_interval: Some(Duration::from_secs(DEFAULT_SEAL_SECS)),
             seal_quiet: Duration::from_secs(DEFAULT_SEAL_QUIET_SECS),
+            undelete_window: Duration::from_secs(
+                almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS,
+            ),
             on_warning: None,
             timestream_advertise: None,
         }
@@ -112,12 +117,14 @@ impl Node {
             sweep_interval,
             seal_interval,
             seal_quiet,
+            undelete_window,
             on_warning,
             timestream_advertise,
         } = config;
         let options = Options {
             durability,
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
+            undelete_window,
             on_warning,
             ..Options::default()
         };
