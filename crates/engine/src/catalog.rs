@@ -23,7 +23,8 @@
 //! u16 family count, then per family in creation order:
 //!     u32 family id, u16 name length, name bytes (UTF-8),
 //!     u8 value type (0 bytes, 1 sum, 2 min, 3 max, 4 hll), GC rule (below)
-//! u8  flags (version 2 only): bit 0 deletion protection
+//! u8  flags (version 2 only): bit 0 deletion protection, bit 1 change stream
+//! i64 change-stream retention in µs (only with flag bit 1)
 //! GC rule: u8 tag — 0 keep all; 1 max versions + u32; 2 max age + i64 µs;
 //!          3 intersection / 4 union + u16 count + that many rules
 //! ```
@@ -42,6 +43,8 @@ const FORMAT_VERSION: u8 = 2;
 const FORMAT_VERSION_1: u8 = 1;
 /// Flag bit: the table is protected from deletion.
 const FLAG_DELETION_PROTECTION: u8 = 1;
+/// Flag bit: the table has a change stream; its retention (`i64` µs) follows.
+const FLAG_CHANGE_STREAM: u8 = 2;
 /// GC rules nest at most this deep when decoding, so corrupt input cannot recurse
 /// without bound (the 500-byte limit allows far less nesting than this anyway).
 const MAX_DECODE_DEPTH: usize = 64;
@@ -77,6 +80,8 @@ pub struct TableMeta {
     pub next_family_id: u32,
     /// Whether DeleteTable and family drops are refused.
     pub deletion_protection: bool,
+    /// How long the table's change stream keeps changes (µs); `None`: no change stream.
+    pub change_retention_us: Option<i64>,
 }
 
 impl TableMeta {
@@ -105,6 +110,7 @@ impl TableMeta {
                 .collect(),
             granularity: self.granularity,
             deletion_protection: self.deletion_protection,
+            change_retention_us: self.change_retention_us,
         }
     }
 
@@ -167,11 +173,17 @@ pub fn encode_table(t: &TableMeta) -> Vec<u8> {
         });
         encode_rule(&f.spec.gc_rule, &mut out);
     }
-    out.push(if t.deletion_protection {
-        FLAG_DELETION_PROTECTION
-    } else {
-        0
-    });
+    let mut flags = 0;
+    if t.deletion_protection {
+        flags |= FLAG_DELETION_PROTECTION;
+    }
+    if t.change_retention_us.is_some() {
+        flags |= FLAG_CHANGE_STREAM;
+    }
+    out.push(flags);
+    if let Some(r) = t.change_retention_us {
+        out.extend_from_slice(&r.to_be_bytes());
+    }
     out
 }
 
@@ -280,9 +292,14 @@ pub fn decode_table(meta_key: &[u8], bytes: &[u8]) -> Result<TableMeta> {
     } else {
         r.u8()?
     };
-    if flags & !FLAG_DELETION_PROTECTION != 0 {
+    if flags & !(FLAG_DELETION_PROTECTION | FLAG_CHANGE_STREAM) != 0 {
         return Err(Error::Corrupt(format!("unknown table flags {flags:#x}")));
     }
+    let change_retention_us = if flags & FLAG_CHANGE_STREAM != 0 {
+        Some(r.i64()?)
+    } else {
+        None
+    };
     if r.at != bytes.len() {
         return Err(Error::Corrupt(format!(
             "{} trailing bytes in table record",
@@ -302,6 +319,7 @@ pub fn decode_table(meta_key: &[u8], bytes: &[u8]) -> Result<TableMeta> {
         families,
         next_family_id,
         deletion_protection: flags & FLAG_DELETION_PROTECTION != 0,
+        change_retention_us,
     })
 }
 
@@ -379,6 +397,7 @@ mod tests {
             ],
             next_family_id: 4,
             deletion_protection: true,
+            change_retention_us: Some(86_400_000_000),
         }
     }
 
@@ -393,8 +412,9 @@ mod tests {
         let mut t = sample();
         let mut v1 = encode_table(&t);
         v1[0] = FORMAT_VERSION_1;
-        v1.pop();
+        v1.truncate(v1.len() - 9);
         t.deletion_protection = false;
+        t.change_retention_us = None;
         assert_eq!(decode_table(&t.meta_key(), &v1).unwrap(), t);
     }
 

@@ -492,6 +492,7 @@ mod tests {
             families: Vec::new(),
             next_family_id: 0,
             deletion_protection: false,
+            change_retention_us: None,
         };
         let copy = SavedCopy {
             holder: "projects/p/instances/i/clusters/c".into(),

@@ -101,6 +101,9 @@ pub(crate) struct Inner {
     pub db: Database,
     pub cells: Keyspace,
     pub meta: Keyspace,
+    /// Change-stream records ([`crate::changes`]).
+    pub changes: Keyspace,
+    pub change_clock: Arc<crate::changes::ChangeClock>,
     pub catalog: RwLock<TableDirectory>,
     pub clock: Arc<dyn Clock>,
     pub rng: Rng,
@@ -157,11 +160,17 @@ impl Engine {
                 ))
         })?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let changes = db.keyspace("changes", KeyspaceCreateOptions::default)?;
+        let change_clock = Arc::new(crate::changes::ChangeClock::after(Self::newest_change(
+            &changes,
+        )?));
         let catalog = load_catalog(&db, &meta)?;
         let inner = Arc::new(Inner {
             db,
             cells,
             meta,
+            changes,
+            change_clock,
             catalog: RwLock::new(catalog),
             clock: options.clock,
             rng: Rng::new(options.rng_seed),
@@ -219,6 +228,7 @@ impl Engine {
     /// Creates a table with its initial families.
     pub fn create_table(&self, instance: &str, name: &str, spec: TableSpec) -> Result<TableInfo> {
         validate_table_id(name)?;
+        crate::changes::check_retention(spec.change_retention_us)?;
         if spec.families.len() > MAX_FAMILIES_PER_TABLE {
             return Err(Error::limit(
                 "column families per table",
@@ -266,6 +276,7 @@ impl Engine {
             next_family_id: families.len() as u32,
             families,
             deletion_protection: spec.deletion_protection,
+            change_retention_us: spec.change_retention_us,
         };
         let warning = many_families(&meta);
         let info = self.install_with_new_id(&mut cat, meta, None)?;

@@ -20,6 +20,7 @@ use crate::catalog::TableMeta;
 use crate::db::{Engine, Inner, PURGE_BATCH_KEYS};
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyParts};
+use crate::mutation::Mutation;
 
 /// What one sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -124,6 +125,7 @@ impl Engine {
         for (id, marker) in dead_tables {
             stats.purged +=
                 self.purge_range(&keys::table_prefix(id), &keys::table_end(id), |_| true)?;
+            self.purge_changes(id, i64::MAX)?;
             self.forget_marker(&marker)?;
         }
         let tables: Vec<Arc<TableMeta>> = self
@@ -132,6 +134,13 @@ impl Engine {
             .values()
             .flat_map(|t| t.values().cloned())
             .collect();
+        for meta in &tables {
+            // Changes past the retention (all of them once the stream is off).
+            let keep_from = meta
+                .change_retention_us
+                .map_or(i64::MAX, |r| self.now_us().saturating_sub(r));
+            self.purge_changes(meta.id, keep_from)?;
+        }
         for meta in tables {
             let dead: Vec<u32> = dead_families
                 .iter()
@@ -219,24 +228,67 @@ impl Engine {
         let mut judge = RowJudge::new(meta, self.now_us(), dead);
         let mut batch = self.inner.db.batch();
         let (mut collected, mut purged, mut n) = (0u64, 0u64, 0usize);
+        // With a change stream, collected cells are recorded as GC deletions.
+        let mut gc_changes: Option<Vec<Mutation>> = meta.change_retention_us.map(|_| Vec::new());
         let end = keys::row_end(meta.id, &row);
         for g in snapshot.range(&self.inner.cells, row_prefix..end.as_slice()) {
             let k = g.key()?;
             let p = KeyParts::parse(&k)?;
             match judge.doomed(&k, &p) {
-                Some(Doom::Collected) => collected += 1,
+                Some(Doom::Collected) => {
+                    collected += 1;
+                    if let (Some(changes), Some(f)) =
+                        (&mut gc_changes, meta.family_by_id(p.family_id))
+                    {
+                        changes.push(Mutation::DeleteFromColumn {
+                            family: f.name.to_string(),
+                            qualifier: p.qualifier(&k),
+                            start_us: p.timestamp_us,
+                            end_us: Some(p.timestamp_us.saturating_add(1)),
+                        });
+                    }
+                }
                 Some(Doom::Purged) => purged += 1,
                 None => continue,
             }
             batch.remove(&self.inner.cells, k);
             n += 1;
             if n >= PURGE_BATCH_KEYS {
-                self.commit(std::mem::replace(&mut batch, self.inner.db.batch()))?;
+                let b = std::mem::replace(&mut batch, self.inner.db.batch());
+                self.commit_collected(meta, &row, b, gc_changes.as_mut())?;
                 n = 0;
             }
         }
-        self.commit(batch)?;
+        self.commit_collected(meta, &row, batch, gc_changes.as_mut())?;
         Ok((collected, purged))
+    }
+
+    /// Commits a sweep batch of one row, with the GC deletions it makes as one
+    /// garbage-collection change when there are any.
+    fn commit_collected(
+        &self,
+        meta: &TableMeta,
+        row: &[u8],
+        mut batch: fjall::OwnedWriteBatch,
+        changes: Option<&mut Vec<Mutation>>,
+    ) -> Result<()> {
+        let Some(changes) = changes else {
+            return self.commit(batch);
+        };
+        if changes.is_empty() {
+            return self.commit(batch);
+        }
+        let reservation = self.inner.change_clock.reserve(self.now_us(), 1)?;
+        let record = crate::changes::encode(row, true, changes.as_slice());
+        batch.insert(
+            &self.inner.changes,
+            crate::changes::change_key(meta.id, reservation.first),
+            record,
+        );
+        changes.clear();
+        self.commit(batch)?;
+        drop(reservation);
+        Ok(())
     }
 }
 

@@ -33,6 +33,7 @@ pub mod aggregate;
 pub mod calendar;
 mod catalog;
 mod cell;
+pub mod changes;
 pub mod clock;
 mod copies;
 mod db;

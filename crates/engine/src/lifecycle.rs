@@ -80,10 +80,20 @@ impl Engine {
         name: &str,
         protect: bool,
     ) -> Result<TableInfo> {
+        self.update_table_meta(instance, name, |meta| meta.deletion_protection = protect)
+    }
+
+    /// Changes a table's record with `change` and publishes it.
+    pub(crate) fn update_table_meta(
+        &self,
+        instance: &str,
+        name: &str,
+        change: impl FnOnce(&mut TableMeta),
+    ) -> Result<TableInfo> {
         let mut cat = self.catalog_mut()?;
         let old = Arc::clone(cat.get(instance, name)?);
         let mut meta = (*old).clone();
-        meta.deletion_protection = protect;
+        change(&mut meta);
         let mut batch = self.inner.db.batch();
         batch.insert(
             &self.inner.meta,

@@ -202,6 +202,8 @@ pub struct TableSpec {
     pub granularity: Granularity,
     /// Whether the table starts protected from deletion.
     pub deletion_protection: bool,
+    /// The change stream's retention (µs), if the table starts with one.
+    pub change_retention_us: Option<i64>,
 }
 
 /// A change to one family, as `ModifyColumnFamiliesRequest.Modification`.
@@ -233,6 +235,8 @@ pub struct TableInfo {
     /// Whether the table is protected from deletion (DeleteTable and family drops
     /// fail with [`crate::Error::Precondition`]).
     pub deletion_protection: bool,
+    /// How long the table's change stream keeps changes (µs); `None`: no change stream.
+    pub change_retention_us: Option<i64>,
 }
 
 /// Checks a table id against Bigtable's rule: 1 to 50 characters of

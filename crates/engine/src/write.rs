@@ -66,6 +66,9 @@ struct Applier<'a> {
     gc_now_us: i64,
     /// Recommended limits that the rows applied so far pass, reported after commit.
     warnings: Vec<Warning>,
+    /// The rows applied and their mutations (server timestamps resolved), kept when the
+    /// table has a change stream ([`crate::changes`]).
+    changes: Option<Vec<(Vec<u8>, Vec<Mutation>)>>,
 }
 
 impl<'a> Applier<'a> {
@@ -83,7 +86,20 @@ impl<'a> Applier<'a> {
             now_us,
             gc_now_us: now,
             warnings: Vec::new(),
+            changes: meta.change_retention_us.map(|_| Vec::new()),
         }
+    }
+
+    /// `m` as a change stream records it: the server's time in place of [`SERVER_TIME`].
+    fn resolved(&self, m: &Mutation) -> Mutation {
+        let mut m = m.clone();
+        if let Mutation::SetCell { timestamp_us, .. }
+        | Mutation::AddToCell { timestamp_us, .. }
+        | Mutation::MergeToCell { timestamp_us, .. } = &mut m
+        {
+            *timestamp_us = self.ts(*timestamp_us);
+        }
+        m
     }
 
     fn ts(&self, ts_us: i64) -> i64 {
@@ -146,6 +162,12 @@ impl<'a> Applier<'a> {
             }
         }
         self.batch.extend(entry);
+        if self.changes.is_some() {
+            let resolved = muts.iter().map(|m| self.resolved(m)).collect();
+            if let Some(changes) = &mut self.changes {
+                changes.push((key.to_vec(), resolved));
+            }
+        }
         Ok(())
     }
 
@@ -328,7 +350,9 @@ impl<'a> Applier<'a> {
 
     /// Writes the batch overlay as one fjall batch.
     fn commit(self) -> Result<Committed> {
-        let written = !self.batch.is_empty();
+        let changes = self.changes.unwrap_or_default();
+        let written = !self.batch.is_empty() || !changes.is_empty();
+        let mut reservation = None;
         if written {
             let inner = &self.engine.inner;
             let mut b = inner.db.batch();
@@ -338,11 +362,26 @@ impl<'a> Applier<'a> {
                     None => b.remove(&inner.cells, k),
                 }
             }
+            // In flight until the write is durable (the low watermark waits for it).
+            reservation = if changes.is_empty() {
+                None
+            } else {
+                let r = inner.change_clock.reserve(self.gc_now_us, changes.len())?;
+                for (i, (row, muts)) in changes.iter().enumerate() {
+                    b.insert(
+                        &inner.changes,
+                        crate::changes::change_key(self.meta.id, r.first + i as i64),
+                        crate::changes::encode(row, false, muts),
+                    );
+                }
+                Some(r)
+            };
             b.commit()?;
         }
         Ok(Committed {
             written,
             warnings: self.warnings,
+            _changes: reservation,
         })
     }
 }
@@ -358,6 +397,8 @@ fn cell_bytes(key: &[u8], value_len: usize) -> Result<u64> {
 struct Committed {
     written: bool,
     warnings: Vec<Warning>,
+    /// The change-stream timestamps of the write, in flight until it is durable.
+    _changes: Option<crate::changes::Reservation>,
 }
 
 /// The result of a write that is in the journal (visible to readers) but not yet

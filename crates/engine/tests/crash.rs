@@ -46,6 +46,7 @@ fn crash_child() {
         families: vec![("cf".into(), FamilySpec::default())],
         granularity: Granularity::Micros,
         deletion_protection: false,
+        change_retention_us: None,
     };
     let _ = engine.create_table(I, "t", spec);
     let cycle = std::env::var("ALMANAC_CRASH_CYCLE").unwrap();

@@ -34,6 +34,7 @@ fn engine_with(name: &str, options: Options) -> ScratchEngine {
         families: vec![("cf".into(), FamilySpec::default())],
         granularity: Granularity::Millis,
         deletion_protection: false,
+        change_retention_us: None,
     };
     e.create_table(I, "t", spec).unwrap();
     e
@@ -450,6 +451,7 @@ fn row_size_limit_holds_for_the_stored_row() {
         families: vec![("cf".into(), FamilySpec::default()), ("aged".into(), aged)],
         granularity: Granularity::Millis,
         deletion_protection: false,
+        change_retention_us: None,
     };
     e.create_table(I, "t", spec).unwrap();
 

@@ -25,6 +25,7 @@ fn engine() -> ScratchEngine {
         ],
         granularity: Granularity::Micros,
         deletion_protection: false,
+        change_retention_us: None,
     };
     e.create_table(I, "t", spec).unwrap();
     // One row with WIDE columns in family a, one column with WIDE versions in family b.

@@ -51,6 +51,22 @@ impl TableAdminService {
     }
 }
 
+/// The change-stream retention a config asks for (µs); none or a zero retention turns
+/// the stream off.
+fn change_retention(config: Option<&pb::ChangeStreamConfig>) -> Result<Option<i64>, Status> {
+    let Some(d) = config.and_then(|c| c.retention_period.as_ref()) else {
+        return Ok(None);
+    };
+    if d.seconds < 0 || d.nanos < 0 {
+        return Err(invalid("change stream retention must not be negative"));
+    }
+    let us = d
+        .seconds
+        .saturating_mul(1_000_000)
+        .saturating_add(i64::from(d.nanos) / 1_000);
+    Ok((us > 0).then_some(us))
+}
+
 /// A table named as an IAM resource of this service, checked to exist.
 fn iam_table(engine: &Engine, resource: &str) -> Result<String, Status> {
     let name = names::table(resource)?;
@@ -88,6 +104,12 @@ fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
         column_families,
         granularity: if name_only { 0 } else { granularity as i32 },
         deletion_protection: info.deletion_protection,
+        change_stream_config: info.change_retention_us.map(|us| pb::ChangeStreamConfig {
+            retention_period: Some(prost_types::Duration {
+                seconds: us / 1_000_000,
+                nanos: ((us % 1_000_000) * 1_000) as i32,
+            }),
+        }),
         ..pb::Table::default()
     }
 }
@@ -110,6 +132,7 @@ impl BigtableTableAdmin for TableAdminService {
             families,
             granularity: convert::granularity(table.granularity)?,
             deletion_protection: table.deletion_protection,
+            change_retention_us: change_retention(table.change_stream_config.as_ref())?,
         };
         // Split keys only shape tablets on the service; here they are validated and accepted.
         for s in &req.initial_splits {
@@ -328,29 +351,33 @@ impl BigtableTableAdmin for TableAdminService {
         let update = req.table.unwrap_or_default();
         let name = names::table(&update.name)?;
         let paths = mask_paths(req.update_mask.as_ref(), "the table")?;
+        let (mut protect, mut retention) = (None, None);
         for path in &paths {
             match path.as_str() {
-                "deletion_protection" => {}
+                "deletion_protection" => protect = Some(update.deletion_protection),
                 "change_stream_config" | "change_stream_config.retention_period" => {
-                    return Err(Status::unimplemented(
-                        "change streams are not implemented by Almanac yet; \
-                         change_stream_config cannot be set",
-                    ));
+                    retention = Some(change_retention(update.change_stream_config.as_ref())?);
                 }
                 other => {
                     return Err(invalid(format!(
                         "update_mask names {other:?}; Almanac's UpdateTable sets \
-                         deletion_protection"
+                         deletion_protection and change_stream_config"
                     )));
                 }
             }
         }
-        let protect = update.deletion_protection;
         let full = name.full();
         let info = self
             .run(move |e, _| {
-                e.set_deletion_protection(&name.instance, &name.table, protect)
-                    .status()
+                let (i, t) = (&name.instance, &name.table);
+                let mut info = e.get_table(i, t).status()?;
+                if let Some(r) = retention {
+                    info = e.set_change_retention(i, t, r).status()?;
+                }
+                if let Some(p) = protect {
+                    info = e.set_deletion_protection(i, t, p).status()?;
+                }
+                Ok(info)
             })
             .await?;
         let meta = pb::UpdateTableMetadata {

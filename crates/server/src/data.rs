@@ -350,20 +350,18 @@ impl Bigtable for DataService {
 
     async fn generate_initial_change_stream_partitions(
         &self,
-        _request: Request<pb::GenerateInitialChangeStreamPartitionsRequest>,
+        request: Request<pb::GenerateInitialChangeStreamPartitionsRequest>,
     ) -> Result<Response<BoxStream<pb::GenerateInitialChangeStreamPartitionsResponse>>, Status>
     {
-        Err(Status::unimplemented(
-            "GenerateInitialChangeStreamPartitions (change streams) is not supported by Almanac",
-        ))
+        let stream = crate::change_stream::partitions(&self.engine, request.into_inner()).await?;
+        Ok(Response::new(stream))
     }
 
     async fn read_change_stream(
         &self,
-        _request: Request<pb::ReadChangeStreamRequest>,
+        request: Request<pb::ReadChangeStreamRequest>,
     ) -> Result<Response<BoxStream<pb::ReadChangeStreamResponse>>, Status> {
-        Err(Status::unimplemented(
-            "ReadChangeStream (change streams) is not supported by Almanac",
-        ))
+        let stream = crate::change_stream::read(&self.engine, request.into_inner()).await?;
+        Ok(Response::new(stream))
     }
 }

@@ -28,6 +28,7 @@
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
 
 mod admin;
+mod change_stream;
 mod chunks;
 mod coalesce;
 mod committer;

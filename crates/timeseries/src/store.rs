@@ -101,6 +101,7 @@ impl WideColumnStore for EmbeddedStore {
                 .collect(),
             granularity: Granularity::Millis,
             deletion_protection: false,
+            change_retention_us: None,
         };
         self.engine
             .create_table(&self.instance, table, spec)

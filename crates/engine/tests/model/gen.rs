@@ -219,6 +219,7 @@ pub fn op(g: &mut Gen, model: &Model, now_us: i64) -> Op {
                     families,
                     granularity,
                     deletion_protection: false,
+                    change_retention_us: None,
                 },
             }
         }

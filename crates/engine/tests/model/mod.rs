@@ -108,6 +108,7 @@ impl MTable {
                 .collect(),
             granularity: self.granularity,
             deletion_protection: false,
+            change_retention_us: None,
         }
     }
 
