@@ -141,17 +141,19 @@ impl ChangeClock {
         })
     }
 
-    /// The low watermark: no change below it is still being committed.
-    pub fn watermark(&self) -> i64 {
-        match self.state.lock() {
-            Ok(s) => s
-                .in_flight
-                .keys()
-                .next()
-                .copied()
-                .unwrap_or(s.last_us.saturating_add(1)),
-            Err(_) => i64::MIN,
+    /// The low watermark at `now_us`: no change below it is still being committed, and
+    /// none will be (with nothing in flight it is `now_us`, and later reservations
+    /// start there even if the clock steps back).
+    pub fn watermark(&self, now_us: i64) -> i64 {
+        let Ok(mut s) = self.state.lock() else {
+            return i64::MIN;
+        };
+        if let Some(oldest) = s.in_flight.keys().next() {
+            return *oldest;
         }
+        let w = now_us.max(s.last_us.saturating_add(1));
+        s.last_us = w.saturating_sub(1);
+        w
     }
 }
 
@@ -413,7 +415,7 @@ impl Engine {
         };
         // The watermark first: every change below it is committed, so visible to the
         // snapshot taken after.
-        let watermark = self.inner.change_clock.watermark();
+        let watermark = self.inner.change_clock.watermark(self.now_us());
         let snapshot = self.inner.db.snapshot();
         let lo = change_key(meta.id, after_us.saturating_add(1));
         let hi = change_key(meta.id, watermark);
@@ -558,10 +560,14 @@ mod tests {
         assert_eq!(a.first, 101);
         let b = clock.reserve(500, 1).unwrap();
         assert_eq!(b.first, 500);
-        assert_eq!(clock.watermark(), 101);
+        assert_eq!(clock.watermark(0), 101);
         drop(a);
-        assert_eq!(clock.watermark(), 500);
+        assert_eq!(clock.watermark(0), 500);
         drop(b);
-        assert_eq!(clock.watermark(), 501);
+        assert_eq!(clock.watermark(0), 501);
+        // With nothing in flight the watermark follows the clock, and later
+        // reservations start at or after it.
+        assert_eq!(clock.watermark(900), 900);
+        assert_eq!(clock.reserve(800, 1).unwrap().first, 900);
     }
 }
