@@ -39,6 +39,7 @@ pub mod rewrite;
 mod series;
 mod source;
 mod stats;
+mod unpack;
 mod versions;
 
 use std::sync::Arc;
@@ -245,9 +246,14 @@ impl SqlEngine {
             let dialect = state.config().options().sql_parser.dialect;
             let mut statement = state.sql_to_statement(&sql, &dialect)?;
             match scope.dialect {
-                Dialect::GoogleSql => dialect::exclude_timestamp(&mut statement),
+                Dialect::GoogleSql => {
+                    dialect::exclude_timestamp(&mut statement);
+                    unpack::replace(&mut statement, &ctx).await?;
+                }
                 Dialect::Timestream => dialect::name_unnamed_columns(&mut statement),
             }
+            // Again: UNPACK registers its table function on the context.
+            let state = ctx.state();
             let plan = state.statement_to_plan(statement).await?;
             options.verify_plan(&plan)?;
             Ok::<_, datafusion::error::DataFusionError>(plan)

@@ -39,6 +39,17 @@ SELECT _key FROM users(with_history => TRUE, as_of => TIMESTAMP '2023-11-14T22:1
 
 SELECT _key FROM users(with_history => TRUE, latest_n => 0);
 
+-- UNPACK: one row per timestamp, newest first, with _timestamp after _key.
+SELECT * FROM UNPACK((SELECT _key, info FROM users(with_history => TRUE) WHERE _key < 'user#003'));
+
+SELECT _key, _timestamp, CAST(info['city'] AS STRING) AS city FROM UNPACK((SELECT * FROM users(with_history => TRUE, latest_n => 2))) WHERE _key = 'user#001' ORDER BY _timestamp;
+
+SELECT _key, _timestamp, city FROM UNPACK((SELECT _key, info['city'] AS city FROM users(with_history => TRUE))) AS u WHERE u._key = 'user#001';
+
+SELECT count(*) AS versions FROM unpack((SELECT info FROM users(with_history => TRUE)));
+
+SELECT * FROM UNPACK((SELECT _key FROM users));
+
 -- Arrays count from 0, as in GoogleSQL; SELECT * has no _timestamp.
 SELECT SPLIT(_key, '#')[0] AS kind, SPLIT(_key, '#')[OFFSET(1)] AS id, SPLIT(_key, '#')[ORDINAL(1)] AS first, SPLIT(_key, '#')[SAFE_OFFSET(5)] AS none FROM users WHERE _key = 'user#004';
 
