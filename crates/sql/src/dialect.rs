@@ -3,8 +3,8 @@
 //! - **Timestream** (the Query API, `almanac sql`): Presto's arrays count from 1.
 //! - **GoogleSQL for Bigtable** (ExecuteQuery): arrays count from 0 — `a[0]`,
 //!   `a[OFFSET(0)]`, `a[SAFE_OFFSET(0)]`, `a[ORDINAL(1)]`, `a[SAFE_ORDINAL(1)]`
-//!   ([`ZeroBasedArrays`]); an index past the end gives NULL, where GoogleSQL fails
-//!   the query for `OFFSET` and `ORDINAL`. `SELECT *` over one Bigtable table gives
+//!   ([`ZeroBasedArrays`]); an index outside the array fails the query, but gives
+//!   NULL with `SAFE_OFFSET` and `SAFE_ORDINAL`, as in GoogleSQL. `SELECT *` over one Bigtable table gives
 //!   `_key` and the families, as GoogleSQL does; `_timestamp` (the row's newest cell)
 //!   stays selectable by name ([`exclude_timestamp`]).
 //! - In Timestream's, a select-list expression without an alias is named by its
@@ -112,20 +112,93 @@ impl ExprPlanner for ZeroBasedArrays {
         if !is_list {
             return Ok(PlannerResult::Original(expr));
         }
-        // The 1-based index DataFusion's array_element takes.
-        let index = match key.as_ref() {
+        // The 1-based index DataFusion's array_element takes, and whether an index
+        // outside the array gives NULL (SAFE_…) rather than an error.
+        let (index, safe) = match key.as_ref() {
             Expr::ScalarFunction(f) if f.args.len() == 1 => {
                 let name = f.func.name().to_ascii_lowercase();
                 match MARKERS.iter().find(|(m, _)| *m == name) {
-                    Some((_, add)) => f.args[0].clone() + lit(ScalarValue::Int64(Some(*add))),
-                    None => *key.clone() + lit(1i64),
+                    Some((m, add)) => (
+                        f.args[0].clone() + lit(ScalarValue::Int64(Some(*add))),
+                        m.starts_with("safe_"),
+                    ),
+                    None => (*key.clone() + lit(1i64), false),
                 }
             }
-            other => other.clone() + lit(1i64),
+            other => (other.clone() + lit(1i64), false),
         };
-        Ok(PlannerResult::Planned(
-            datafusion::functions_nested::expr_fn::array_element(expr.expr, index),
-        ))
+        let planned = if safe {
+            datafusion::functions_nested::expr_fn::array_element(expr.expr, index)
+        } else {
+            Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                Arc::new(ScalarUDF::from(CheckedElement::default())),
+                vec![expr.expr, index],
+            ))
+        };
+        Ok(PlannerResult::Planned(planned))
+    }
+}
+
+/// `a[i]`, `a[OFFSET(i)]`, `a[ORDINAL(i)]`: DataFusion's `array_element` (1-based),
+/// failing the query for an index outside the array, as GoogleSQL does.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedElement {
+    signature: Signature,
+}
+
+impl Default for CheckedElement {
+    fn default() -> Self {
+        Self {
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for CheckedElement {
+    fn name(&self) -> &str {
+        "array_offset"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
+        match args.first() {
+            Some(DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _)) => {
+                Ok(f.data_type().clone())
+            }
+            other => datafusion::common::plan_err!("array subscript on {other:?}"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Array, AsArray};
+        let rows = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (list, index) = (&arrays[0], &arrays[1]);
+        let index = datafusion::arrow::compute::cast(index, &DataType::Int64)?;
+        let index = index.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        for row in 0..rows {
+            if list.is_null(row) || index.is_null(row) {
+                continue;
+            }
+            let len = match list.data_type() {
+                DataType::List(_) => list.as_list::<i32>().value_length(row) as i64,
+                DataType::LargeList(_) => list.as_list::<i64>().value_length(row),
+                DataType::FixedSizeList(_, n) => i64::from(*n),
+                _ => continue,
+            };
+            let one_based = index.value(row);
+            if one_based < 1 || one_based > len {
+                return datafusion::common::exec_err!(
+                    "Array index {} (counted from 0) is out of bounds: the array has {len} \
+                     elements (SAFE_OFFSET and SAFE_ORDINAL give NULL instead)",
+                    one_based - 1
+                );
+            }
+        }
+        datafusion::functions_nested::extract::array_element_udf().invoke_with_args(args)
     }
 }
 

@@ -53,6 +53,14 @@ SELECT * FROM UNPACK((SELECT _key FROM users));
 -- Arrays count from 0, as in GoogleSQL; SELECT * has no _timestamp.
 SELECT SPLIT(_key, '#')[0] AS kind, SPLIT(_key, '#')[OFFSET(1)] AS id, SPLIT(_key, '#')[ORDINAL(1)] AS first, SPLIT(_key, '#')[SAFE_OFFSET(5)] AS none FROM users WHERE _key = 'user#004';
 
+SELECT SPLIT(_key, '#')[OFFSET(2)] FROM users WHERE _key = 'user#004';
+
+SELECT SPLIT(_key, '#')[ORDINAL(0)] FROM users WHERE _key = 'user#004';
+
+SELECT SPLIT(_key, '#')[-1] FROM users WHERE _key = 'user#004';
+
+SELECT SPLIT(_key, '#')[SAFE_ORDINAL(3)] AS none FROM users WHERE _key = 'user#004';
+
 SELECT * FROM users WHERE _key = 'user#005';
 
 SELECT * EXCLUDE (counts) FROM users WHERE _key = 'user#005';
