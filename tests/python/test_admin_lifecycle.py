@@ -220,11 +220,11 @@ def test_update_table_masks(tac, tables):
         tac.update_table(
             request={"table": {"name": name, "deletion_protection": True}, "update_mask": {}}
         )
-    with pytest.raises(gexc.MethodNotImplemented):
+    with pytest.raises(gexc.InvalidArgument, match="granularity"):
         tac.update_table(
             request={
-                "table": {"name": name, "change_stream_config": {"retention_period": DAY}},
-                "update_mask": mask("change_stream_config"),
+                "table": {"name": name, "deletion_protection": True},
+                "update_mask": mask("deletion_protection", "granularity"),
             }
         )
     # Neither refused update changed the table.

@@ -153,6 +153,8 @@ def test_instances_clusters_and_app_profiles(cbt):
     profiles = cbt.ok("listappprofile", cbt.instance)
     assert "default" in profiles and "almanac" in profiles and "nil" not in profiles
     assert "NotFound" in cbt.fails("getappprofile", cbt.instance, "nosuch")
-    assert "Unimplemented" in cbt.fails(
-        "createappprofile", cbt.instance, "p1", "desc", "route-any"
-    )
+    cbt.ok("createappprofile", cbt.instance, "p1", "desc", "route-any")
+    assert "p1" in cbt.ok("listappprofile", cbt.instance)
+    assert "desc" in cbt.ok("getappprofile", cbt.instance, "p1")
+    cbt.ok("deleteappprofile", cbt.instance, "p1")
+    assert "NotFound" in cbt.fails("getappprofile", cbt.instance, "p1")
