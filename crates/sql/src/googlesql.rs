@@ -19,6 +19,11 @@
 //! - `to_int64`, `to_float64`, `to_float32`: Bigtable's big-endian encodings of cell
 //!   values (8, 8 and 4 bytes); another length is an error naming the length.
 
+mod extras;
+mod time;
+
+pub use extras::FloatDivision;
+
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -44,6 +49,13 @@ use datafusion::logical_expr::{
 
 /// The longest regular expression `regexp_contains` / `regexp_extract` compile.
 const MAX_PATTERN_BYTES: usize = 20 * 1024;
+
+/// Registers GoogleSQL's own functions (GoogleSQL's session only): dates and
+/// timestamps, map functions and aliases of DataFusion's.
+pub fn register_dialect(state: &mut SessionState) -> DfResult<()> {
+    time::register(state)?;
+    extras::register(state)
+}
 
 /// Registers the module's functions in `state`, over DataFusion's of the same names.
 pub fn register(state: &mut SessionState) -> DfResult<()> {

@@ -288,6 +288,7 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
     ];
     if dialect == Dialect::GoogleSql {
         planners.push(Arc::new(dialect::ZeroBasedArrays));
+        planners.push(Arc::new(googlesql::FloatDivision));
     }
     planners.extend(SessionStateDefaults::default_expr_planners());
     let mut state = SessionStateBuilder::new()
@@ -305,6 +306,7 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
             for f in dialect::markers() {
                 state.register_udf(Arc::new(f))?;
             }
+            googlesql::register_dialect(&mut state)?;
         }
         Dialect::Timestream => presto::register(&mut state)?,
     }

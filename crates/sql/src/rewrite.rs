@@ -9,7 +9,13 @@
 //!   literals `X'…'`;
 //! - GoogleSQL's table with named arguments, `t(with_history => TRUE, latest_n => 2,
 //!   after => …)`, becomes the table function call `bigtable_history('t',
-//!   'with_history', TRUE, 'latest_n', 2, 'after', …)` (each value rewritten too).
+//!   'with_history', TRUE, 'latest_n', 2, 'after', …)` (each value rewritten too);
+//! - GoogleSQL's type names in `CAST`/`SAFE_CAST` (`INT64`, `FLOAT64`, `FLOAT32`,
+//!   `BYTES`, `NUMERIC`) become DataFusion's (`BIGINT`, `DOUBLE`, `REAL`, `BYTEA`,
+//!   `DECIMAL(38, 9)`);
+//! - a date part written as a bare word after the first argument of `TIMESTAMP_DIFF`,
+//!   `TIMESTAMP_TRUNC`, `DATE_DIFF`, `DATE_TRUNC` or `LAST_DAY` (`… , HOUR)`) becomes a
+//!   string (`'HOUR'`).
 
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -33,6 +39,50 @@ fn unit_name(unit: &str) -> Option<&'static str> {
     })
 }
 
+/// GoogleSQL's type names DataFusion's parser does not know, and what they become.
+const CAST_TYPES: [(&str, &str); 5] = [
+    ("int64", "BIGINT"),
+    ("float64", "DOUBLE"),
+    ("float32", "REAL"),
+    ("bytes", "BYTEA"),
+    ("numeric", "DECIMAL(38, 9)"),
+];
+
+/// Functions whose last argument may be a date part written as a bare word.
+const PART_FUNCTIONS: [&str; 5] = [
+    "timestamp_diff",
+    "timestamp_trunc",
+    "date_diff",
+    "date_trunc",
+    "last_day",
+];
+
+/// GoogleSQL's date parts.
+const DATE_PARTS: [&str; 14] = [
+    "microsecond",
+    "millisecond",
+    "second",
+    "minute",
+    "hour",
+    "day",
+    "dayofweek",
+    "dayofyear",
+    "week",
+    "isoweek",
+    "month",
+    "quarter",
+    "year",
+    "isoyear",
+];
+
+/// What an open parenthesis belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paren {
+    Cast,
+    PartFunction,
+    Other,
+}
+
 /// Rewrites `sql` (see the module docs).
 pub fn rewrite(sql: &str) -> Result<String> {
     let dialect = GenericDialect {};
@@ -54,9 +104,66 @@ pub fn rewrite(sql: &str) -> Result<String> {
         &sql[starts[i]..end]
     };
     let mut out = String::with_capacity(sql.len() + 16);
+    let mut parens: Vec<Paren> = Vec::new();
+    let significant = |from: usize, step_back: bool| -> Option<&Token> {
+        let mut j = from;
+        loop {
+            let t = &tokens.get(j)?.token;
+            if !matches!(t, Token::Whitespace(_)) {
+                return Some(t);
+            }
+            j = if step_back { j.checked_sub(1)? } else { j + 1 };
+        }
+    };
     let mut i = 0;
     while i < tokens.len() {
         let tok = &tokens[i].token;
+        match tok {
+            Token::LParen => {
+                let before = i.checked_sub(1).and_then(|j| significant(j, true));
+                parens.push(match before {
+                    Some(Token::Word(w)) if w.quote_style.is_none() => {
+                        let name = w.value.to_ascii_lowercase();
+                        if name == "cast" || name == "safe_cast" {
+                            Paren::Cast
+                        } else if PART_FUNCTIONS.contains(&name.as_str()) {
+                            Paren::PartFunction
+                        } else {
+                            Paren::Other
+                        }
+                    }
+                    _ => Paren::Other,
+                });
+            }
+            Token::RParen => {
+                parens.pop();
+            }
+            Token::Word(w) if w.quote_style.is_none() => {
+                let lower = w.value.to_ascii_lowercase();
+                let before = i.checked_sub(1).and_then(|j| significant(j, true));
+                let after = significant(i + 1, false);
+                let type_position = matches!(before, Some(Token::Lt))
+                    || matches!(before, Some(Token::Word(a)) if a.value.eq_ignore_ascii_case("as"));
+                if parens.last() == Some(&Paren::Cast)
+                    && type_position
+                    && let Some((_, to)) = CAST_TYPES.iter().find(|(from, _)| *from == lower)
+                {
+                    out.push_str(to);
+                    i += 1;
+                    continue;
+                }
+                if parens.last() == Some(&Paren::PartFunction)
+                    && DATE_PARTS.contains(&lower.as_str())
+                    && matches!(before, Some(Token::Comma))
+                    && matches!(after, Some(Token::RParen | Token::Comma))
+                {
+                    out.push_str(&format!("'{}'", lower.to_ascii_uppercase()));
+                    i += 1;
+                    continue;
+                }
+            }
+            _ => {}
+        }
         if let Token::Word(w) = tok
             && let Some((end, args)) = named_arguments(&tokens, i)
         {
@@ -292,6 +399,23 @@ mod tests {
         );
         assert_eq!(rw("SELECT f(x => 1)"), "SELECT f(x => 1)");
         assert_eq!(rw("SELECT f(as_of)"), "SELECT f(as_of)");
+    }
+
+    #[test]
+    fn googlesql_cast_types_and_date_parts() {
+        assert_eq!(
+            rw("SELECT CAST(x AS INT64), SAFE_CAST(y AS float64), CAST(z AS ARRAY<INT64>)"),
+            "SELECT CAST(x AS BIGINT), SAFE_CAST(y AS DOUBLE), CAST(z AS ARRAY<BIGINT>)"
+        );
+        // An alias named like a type stays.
+        assert_eq!(
+            rw("SELECT length(v) AS bytes, CAST((SELECT 1 AS int64) AS BYTES)"),
+            "SELECT length(v) AS bytes, CAST((SELECT 1 AS int64) AS BYTEA)"
+        );
+        assert_eq!(
+            rw("SELECT TIMESTAMP_DIFF(a, b, HOUR), date_trunc(d, month), f(a, day)"),
+            "SELECT TIMESTAMP_DIFF(a, b, 'HOUR'), date_trunc(d, 'MONTH'), f(a, day)"
+        );
     }
 
     #[test]
