@@ -27,8 +27,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    ExcludeSelectItem, Expr as SqlExpr, Ident, ObjectName, Query, SelectItem, SetExpr,
-    Statement as SqlStatement, TableFactor, VisitMut, VisitorMut,
+    BinaryOperator, ExcludeSelectItem, Expr as SqlExpr, Ident, ObjectName, Query, SelectItem,
+    SetExpr, Statement as SqlStatement, TableFactor, UnaryOperator, VisitMut, VisitorMut,
 };
 
 use crate::bigtable::TIMESTAMP_COLUMN;
@@ -287,6 +287,46 @@ impl VisitorMut for Exclude {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         exclude_in(&mut query.body, &self.0);
         ControlFlow::Continue(())
+    }
+}
+
+/// GoogleSQL's `x [NOT] IN UNNEST(array)`, which DataFusion does not plan, as
+/// `[NOT] (x = ANY(array))`.
+struct InUnnest;
+
+impl VisitorMut for InUnnest {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut SqlExpr) -> ControlFlow<()> {
+        if let SqlExpr::InUnnest {
+            expr: x,
+            array_expr,
+            negated,
+        } = expr
+        {
+            let any = SqlExpr::AnyOp {
+                left: x.clone(),
+                compare_op: BinaryOperator::Eq,
+                right: array_expr.clone(),
+                is_some: false,
+            };
+            *expr = if *negated {
+                SqlExpr::UnaryOp {
+                    op: UnaryOperator::Not,
+                    expr: Box::new(SqlExpr::Nested(Box::new(any))),
+                }
+            } else {
+                any
+            };
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// GoogleSQL's forms DataFusion plans under another spelling: `IN UNNEST`.
+pub(crate) fn googlesql_forms(statement: &mut DfStatement) {
+    if let DfStatement::Statement(s) = statement {
+        let _ = s.visit(&mut InUnnest);
     }
 }
 

@@ -20,6 +20,7 @@
 //!   values (8, 8 and 4 bytes); another length is an error naming the length.
 
 mod extras;
+mod math;
 mod time;
 
 pub use extras::FloatDivision;
@@ -51,10 +52,22 @@ use datafusion::logical_expr::{
 const MAX_PATTERN_BYTES: usize = 20 * 1024;
 
 /// Registers GoogleSQL's own functions (GoogleSQL's session only): dates and
-/// timestamps, map functions and aliases of DataFusion's.
+/// timestamps, map functions and aliases of DataFusion's, and `SUBSTR`/`REPLACE` with
+/// GoogleSQL's rules for STRING too.
 pub fn register_dialect(state: &mut SessionState) -> DfResult<()> {
+    use datafusion::functions::{string, unicode};
+    for (op, inner) in [
+        (Op::Substr, unicode::substr()),
+        (Op::Replace, string::replace()),
+    ] {
+        let mut f = Bytewise::new(op, Some(inner));
+        f.own_strings = true;
+        state.register_udf(Arc::new(ScalarUDF::from(f)))?;
+    }
     time::register(state)?;
-    extras::register(state)
+    extras::register(state)?;
+    math::register(state)?;
+    crate::presto::register_for_googlesql(state)
 }
 
 /// Registers the module's functions in `state`, over DataFusion's of the same names.
@@ -94,16 +107,19 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
 
 /// `SUBSTR(x, …)` / `SUBSTRING(x FROM …)`: the parser hands them to the expression
 /// planners, whose default plans DataFusion's `substr` directly; this one, consulted
-/// first, plans the BYTES-aware wrapper.
+/// first, plans the BYTES-aware wrapper (with GoogleSQL's rules for STRING too in
+/// GoogleSQL's session).
 #[derive(Debug, Default)]
-pub struct SubstrPlanner;
+pub struct SubstrPlanner {
+    /// GoogleSQL's session.
+    pub googlesql: bool,
+}
 
 impl ExprPlanner for SubstrPlanner {
     fn plan_substring(&self, args: Vec<Expr>) -> DfResult<PlannerResult<Vec<Expr>>> {
-        let udf = ScalarUDF::from(Bytewise::new(
-            Op::Substr,
-            Some(datafusion::functions::unicode::substr()),
-        ));
+        let mut f = Bytewise::new(Op::Substr, Some(datafusion::functions::unicode::substr()));
+        f.own_strings = self.googlesql;
+        let udf = ScalarUDF::from(f);
         Ok(PlannerResult::Planned(Expr::ScalarFunction(
             ScalarFunction::new_udf(Arc::new(udf), args),
         )))
@@ -210,6 +226,8 @@ impl Op {
 pub struct Bytewise {
     op: Op,
     inner: Option<Arc<ScalarUDF>>,
+    /// GoogleSQL's session: STRING arguments get GoogleSQL's rules too, not `inner`'s.
+    own_strings: bool,
     signature: Signature,
 }
 
@@ -218,8 +236,14 @@ impl Bytewise {
         Self {
             op,
             inner,
+            own_strings: false,
             signature: Signature::user_defined(Volatility::Immutable),
         }
+    }
+
+    /// Whether a call with `first` as its first argument's type goes to `inner`.
+    fn delegates(&self, first: &DataType) -> bool {
+        self.inner.is_some() && !is_bytes(first) && !(self.own_strings && is_text(first))
     }
 }
 
@@ -257,7 +281,9 @@ impl ScalarUDFImpl for Bytewise {
         }
         let first = &arg_types[0];
         let bytes = is_bytes(first);
-        if !bytes && let Some(inner) = &self.inner {
+        if self.delegates(first)
+            && let Some(inner) = &self.inner
+        {
             let fields: Vec<FieldRef> = arg_types
                 .iter()
                 .map(|t| Arc::new(Field::new("", t.clone(), true)))
@@ -274,7 +300,9 @@ impl ScalarUDFImpl for Bytewise {
             DataType::Utf8
         } else if bytes {
             DataType::Binary
-        } else if self.op.takes_strings() && (is_text(first) || first.is_null()) {
+        } else if (self.op.takes_strings() || self.own_strings)
+            && (is_text(first) || first.is_null())
+        {
             DataType::Utf8
         } else {
             return plan_err!("{name} takes BYTES, got {first}");
@@ -294,7 +322,7 @@ impl ScalarUDFImpl for Bytewise {
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
         let first = arg_types.first().cloned().unwrap_or(DataType::Null);
-        if !is_bytes(&first)
+        if self.delegates(&first)
             && let Some(inner) = &self.inner
         {
             return inner.return_type(arg_types);
@@ -316,7 +344,7 @@ impl ScalarUDFImpl for Bytewise {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
         let first = args.arg_fields.first().map(|f| f.data_type().clone());
-        if !first.as_ref().is_some_and(is_bytes)
+        if self.delegates(first.as_ref().unwrap_or(&DataType::Null))
             && let Some(inner) = &self.inner
         {
             return inner.return_field_from_args(args);
@@ -335,7 +363,7 @@ impl ScalarUDFImpl for Bytewise {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let first = args.arg_fields.first().map(|f| f.data_type().clone());
-        if !first.as_ref().is_some_and(is_bytes)
+        if self.delegates(first.as_ref().unwrap_or(&DataType::Null))
             && let Some(inner) = &self.inner
         {
             return inner.invoke_with_args(args);
@@ -513,6 +541,7 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
                 }
             }
         }
+        Op::Substr if is_text(args[0].data_type()) => substr_text(args, rows)?,
         Op::Substr => substr(args, rows)?,
     })
 }
@@ -593,6 +622,45 @@ fn replace_bytes(v: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The `[start, end)` GoogleSQL's SUBSTR takes of `n` units: 1-based, 0 is 1,
+/// negative counts from the end; a negative length is an error.
+fn substr_range(n: i64, p: i64, len: Option<i64>) -> DfResult<(usize, usize)> {
+    let start = match p {
+        0 => 0,
+        p if p > 0 => (p - 1).min(n),
+        p => (n + p).max(0),
+    };
+    let end = match len {
+        None => n,
+        Some(l) if l < 0 => return exec_err!("substr: the length {l} is negative"),
+        Some(l) => start.saturating_add(l).min(n),
+    };
+    Ok((start as usize, end as usize))
+}
+
+/// GoogleSQL's SUBSTR over a STRING, counting characters.
+fn substr_text(args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
+    let v = cast(&args[0], &DataType::Utf8)?;
+    let v = v.as_string::<i32>();
+    let ints = args[1..]
+        .iter()
+        .map(|a| cast(a, &DataType::Int64))
+        .collect::<Result<Vec<_>, _>>()?;
+    let pos = ints[0].as_primitive::<Int64Type>();
+    let len = ints.get(1).map(|l| l.as_primitive::<Int64Type>());
+    let mut out = Vec::with_capacity(rows);
+    for i in 0..rows {
+        if v.is_null(i) || pos.is_null(i) || len.is_some_and(|l| l.is_null(i)) {
+            out.push(None);
+            continue;
+        }
+        let chars: Vec<char> = v.value(i).chars().collect();
+        let (start, end) = substr_range(chars.len() as i64, pos.value(i), len.map(|l| l.value(i)))?;
+        out.push(Some(chars[start..end].iter().collect::<String>()));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
 /// GoogleSQL's SUBSTR over bytes: 1-based, 0 is 1, negative counts from the end;
 /// a negative length is an error.
 fn substr(args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
@@ -613,19 +681,8 @@ fn substr(args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             continue;
         }
         let bytes = v.value(i);
-        let n = bytes.len() as i64;
-        let p = pos.value(i);
-        let start = match p {
-            0 => 0,
-            p if p > 0 => (p - 1).min(n),
-            p => (n + p).max(0),
-        };
-        let end = match len.map(|l| l.value(i)) {
-            None => n,
-            Some(l) if l < 0 => return exec_err!("substr: the length {l} is negative"),
-            Some(l) => start.saturating_add(l).min(n),
-        };
-        out.append_value(&bytes[start as usize..end as usize]);
+        let (start, end) = substr_range(bytes.len() as i64, pos.value(i), len.map(|l| l.value(i)))?;
+        out.append_value(&bytes[start..end]);
     }
     Ok(Arc::new(out.finish()))
 }

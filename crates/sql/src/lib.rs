@@ -210,7 +210,10 @@ impl SqlEngine {
                 qualifiers,
             });
         }
-        let sql = rewrite::rewrite(sql)?;
+        let sql = match scope.dialect {
+            Dialect::Timestream => rewrite::rewrite(sql)?,
+            Dialect::GoogleSql => rewrite::rewrite_googlesql(sql)?,
+        };
         let bigtable = catalog::BigtableTables {
             engine: self.engine.clone(),
             instance: scope.instance.clone(),
@@ -248,6 +251,7 @@ impl SqlEngine {
             match scope.dialect {
                 Dialect::GoogleSql => {
                     dialect::exclude_timestamp(&mut statement);
+                    dialect::googlesql_forms(&mut statement);
                     unpack::replace(&mut statement, &ctx).await?;
                 }
                 Dialect::Timestream => dialect::name_unnamed_columns(&mut statement),
@@ -284,7 +288,9 @@ impl SqlEngine {
 fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
     let mut planners: Vec<Arc<dyn ExprPlanner>> = vec![
         Arc::new(planner::BytesMapAccess),
-        Arc::new(googlesql::SubstrPlanner),
+        Arc::new(googlesql::SubstrPlanner {
+            googlesql: dialect == Dialect::GoogleSql,
+        }),
     ];
     if dialect == Dialect::GoogleSql {
         planners.push(Arc::new(dialect::ZeroBasedArrays));

@@ -102,6 +102,27 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
     Ok(())
 }
 
+/// The functions GoogleSQL shares with Timestream, under GoogleSQL's names: `IF`,
+/// `MOD`, `IS_NAN`, `IS_INF`, `COUNTIF`.
+pub fn register_for_googlesql(state: &mut SessionState) -> DfResult<()> {
+    for (op, alias) in [
+        (Op::If, None),
+        (Op::Mod, None),
+        (Op::IsNan, None),
+        (Op::IsInfinite, Some("is_inf")),
+    ] {
+        let udf = ScalarUDF::from(Presto::new(op));
+        let udf = match alias {
+            Some(a) => udf.with_aliases([a]),
+            None => udf,
+        };
+        state.register_udf(Arc::new(udf))?;
+    }
+    let countif = AggregateUDF::from(PrestoAgg::new(Agg::CountIf)).with_aliases(["countif"]);
+    state.register_udaf(Arc::new(countif))?;
+    Ok(())
+}
+
 /// Timestamp fields: the name and DataFusion's `date_part` of it.
 const FIELDS: [(&str, &str); 14] = [
     ("year", "year"),

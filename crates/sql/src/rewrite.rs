@@ -13,6 +13,10 @@
 //! - GoogleSQL's type names in `CAST`/`SAFE_CAST` (`INT64`, `FLOAT64`, `FLOAT32`,
 //!   `BYTES`, `NUMERIC`) become DataFusion's (`BIGINT`, `DOUBLE`, `REAL`, `BYTEA`,
 //!   `DECIMAL(38, 9)`);
+//! - in GoogleSQL only ([`rewrite_googlesql`]): backslash escapes in string literals
+//!   (`'a\nb'`, `'\x41'`), double-quoted strings, hexadecimal integers (`0x1F`), and
+//!   `.field` after a subscript or a call (`cf['q'][OFFSET(0)].value`, read as
+//!   `['value']`);
 //! - a date part written as a bare word after the first argument of `TIMESTAMP_DIFF`,
 //!   `TIMESTAMP_TRUNC`, `DATE_DIFF`, `DATE_TRUNC` or `LAST_DAY` (`… , HOUR)`) becomes a
 //!   string (`'HOUR'`).
@@ -83,8 +87,22 @@ enum Paren {
     Other,
 }
 
-/// Rewrites `sql` (see the module docs).
+/// Rewrites `sql` (see the module docs), in Timestream's dialect.
 pub fn rewrite(sql: &str) -> Result<String> {
+    rewrite_with(sql, false)
+}
+
+/// Rewrites `sql` (see the module docs), in GoogleSQL's dialect.
+pub fn rewrite_googlesql(sql: &str) -> Result<String> {
+    rewrite_with(sql, true)
+}
+
+/// A string literal with `text` as its value.
+fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
     let dialect = GenericDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -118,6 +136,44 @@ pub fn rewrite(sql: &str) -> Result<String> {
     let mut i = 0;
     while i < tokens.len() {
         let tok = &tokens[i].token;
+        if googlesql {
+            let prev = i.checked_sub(1).map(|j| &tokens[j].token);
+            match tok {
+                Token::SingleQuotedString(s) if text(i).contains('\\') => {
+                    let bytes = unescape_bytes(s);
+                    match String::from_utf8(bytes) {
+                        Ok(value) => out.push_str(&string_literal(&value)),
+                        Err(_) => out.push_str(text(i)),
+                    }
+                    i += 1;
+                    continue;
+                }
+                Token::Word(w) if w.quote_style == Some('"') => {
+                    out.push_str(&string_literal(&w.value));
+                    i += 1;
+                    continue;
+                }
+                Token::HexStringLiteral(h)
+                    if text(i).starts_with("0x") || text(i).starts_with("0X") =>
+                {
+                    if let Ok(n) = i64::from_str_radix(h, 16) {
+                        out.push_str(&n.to_string());
+                        i += 1;
+                        continue;
+                    }
+                }
+                Token::Period if matches!(prev, Some(Token::RBracket | Token::RParen)) => {
+                    if let Some(Token::Word(field)) = tokens.get(i + 1).map(|t| &t.token)
+                        && field.quote_style.is_none()
+                    {
+                        out.push_str(&format!("[{}]", string_literal(&field.value)));
+                        i += 2;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+        }
         match tok {
             Token::LParen => {
                 let before = i.checked_sub(1).and_then(|j| significant(j, true));
@@ -174,7 +230,10 @@ pub fn rewrite(sql: &str) -> Result<String> {
             ));
             for (name, values) in args {
                 let value: String = values.map(text).collect();
-                out.push_str(&format!(", '{name}', {}", rewrite(value.trim())?));
+                out.push_str(&format!(
+                    ", '{name}', {}",
+                    rewrite_with(value.trim(), googlesql)?
+                ));
             }
             out.push(')');
             i = end + 1;
@@ -399,6 +458,22 @@ mod tests {
         );
         assert_eq!(rw("SELECT f(x => 1)"), "SELECT f(x => 1)");
         assert_eq!(rw("SELECT f(as_of)"), "SELECT f(as_of)");
+    }
+
+    #[test]
+    fn googlesql_literals_and_field_access() {
+        let g = |s: &str| rewrite_googlesql(s).unwrap_or_else(|e| format!("error: {e}"));
+        assert_eq!(
+            g(r"SELECT 'a\nb', '\x41', 'it''s'"),
+            "SELECT 'a\nb', 'A', 'it''s'"
+        );
+        assert_eq!(g("SELECT \"abc\", 0x1F, X'1F'"), "SELECT 'abc', 31, X'1F'");
+        assert_eq!(
+            g("SELECT cf['q'][OFFSET(0)].value, f(x).a, t.b"),
+            "SELECT cf['q'][OFFSET(0)]['value'], f(x)['a'], t.b"
+        );
+        // Timestream's dialect keeps all of them.
+        assert_eq!(rw(r"SELECT 'a\nb', x.y"), r"SELECT 'a\nb', x.y");
     }
 
     #[test]

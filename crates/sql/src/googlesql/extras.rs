@@ -2,7 +2,8 @@
 //! division (GoogleSQL's session only):
 //! - aliases: `LOGICAL_AND`/`LOGICAL_OR` (`bool_and`/`bool_or`), `ARRAY_INCLUDES`,
 //!   `ARRAY_INCLUDES_ANY`, `ARRAY_INCLUDES_ALL` (`array_has…`), `APPROX_COUNT_DISTINCT`
-//!   (`approx_distinct`), `IFNULL` (`nvl`);
+//!   (`approx_distinct`), `IFNULL` (`nvl`), `CEILING` (`ceil`), `SIGN` (`signum`),
+//!   `GENERATE_ARRAY` (`generate_series`), `VARIANCE` (`var_samp`);
 //! - `MAP_CONTAINS_KEY(m, k)`, `MAP_EMPTY(m)`, `MAP_ENTRIES(m)` (an array of
 //!   `STRUCT<key, value>` in key order);
 //! - `/` on two integers gives FLOAT64, as GoogleSQL's division always does
@@ -25,13 +26,17 @@ use datafusion::logical_expr::{
 /// Registers the aliases and the map functions.
 pub fn register(state: &mut SessionState) -> DfResult<()> {
     use datafusion::functions::core::nvl;
-    use datafusion::functions_aggregate::{approx_distinct, bool_and_or};
-    use datafusion::functions_nested::array_has;
+    use datafusion::functions::math;
+    use datafusion::functions_aggregate::{approx_distinct, bool_and_or, variance};
+    use datafusion::functions_nested::{array_has, range};
     for (udf, alias) in [
         (array_has::array_has_udf(), "array_includes"),
         (array_has::array_has_any_udf(), "array_includes_any"),
         (array_has::array_has_all_udf(), "array_includes_all"),
         (nvl(), "ifnull"),
+        (math::ceil(), "ceiling"),
+        (math::signum(), "sign"),
+        (range::gen_series_udf(), "generate_array"),
     ] {
         state.register_udf(Arc::new(udf.as_ref().clone().with_aliases([alias])))?;
     }
@@ -42,6 +47,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
             approx_distinct::approx_distinct_udaf(),
             "approx_count_distinct",
         ),
+        (variance::var_samp_udaf(), "variance"),
     ] {
         state.register_udaf(Arc::new(udaf.as_ref().clone().with_aliases([alias])))?;
     }

@@ -96,6 +96,9 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
     for (name, op) in [
         ("unix_date", Op::UnixDate),
         ("date_from_unix_date", Op::DateFromUnixDate),
+        ("timestamp_from_unix_seconds", Op::FromEpoch(US_PER_SECOND)),
+        ("timestamp_from_unix_millis", Op::FromEpoch(1_000)),
+        ("timestamp_from_unix_micros", Op::FromEpoch(1)),
     ] {
         state.register_udf(Arc::new(ScalarUDF::from(TimeFn::new(name, op))))?;
     }

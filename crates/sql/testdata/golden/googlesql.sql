@@ -95,3 +95,25 @@ SELECT TIMESTAMP_TRUNC(TIMESTAMP '2024-03-13T10:20:30Z', FORTNIGHT);
 SELECT MAP_CONTAINS_KEY(info, b'city') AS has_city, MAP_CONTAINS_KEY(info, b'nope') AS has_nope, MAP_EMPTY(info) AS empty, ARRAY_LENGTH(MAP_ENTRIES(info)) AS entries, MAP_ENTRIES(info)[0] AS first FROM users WHERE _key = 'user#001';
 
 SELECT LOGICAL_AND(_key > 'a') AS all_after_a, LOGICAL_OR(_key = 'user#001') AS any_one, APPROX_COUNT_DISTINCT(_key) AS keys, ARRAY_INCLUDES(['a', 'b'], 'b') AS inc, IFNULL(NULL, 7) AS seven FROM users;
+
+-- Literals and forms: escapes, double-quoted strings, hexadecimal integers, .field, IN UNNEST.
+SELECT 'a\x41\tb' AS escaped, "dq" AS dq, 0x1F AS hex, LENGTH('\n') AS one;
+
+SELECT _key FROM users WHERE _key IN UNNEST([b'user#001', b'user#003']);
+
+SELECT count(*) AS others FROM users WHERE _key NOT IN UNNEST([b'user#001']);
+
+SELECT info['city'][OFFSET(0)].value AS city, info['city'][OFFSET(0)].timestamp AS ts FROM users(with_history => TRUE) WHERE _key = 'user#001';
+
+-- STRING SUBSTR/REPLACE as GoogleSQL; arithmetic and arrays.
+SELECT SUBSTR('apple', -2) AS le, SUBSTR('apple', 0, 2) AS ap, SUBSTR('héllo', 2, 3) AS ell, REPLACE('abc', '', 'x') AS abc, REPLACE('a.b.c', '.', '-') AS dashes;
+
+SELECT LOG(100, 10) AS two, LOG(EXP(1)) AS one, DIV(-7, 2) AS div, SAFE_DIVIDE(1, 0) AS nul, IEEE_DIVIDE(1, 0) AS inf, SAFE_ADD(9223372036854775807, 1) AS overflow, SAFE_NEGATE(-5) AS five;
+
+SELECT ARRAY_SLICE([1, 2, 3, 4, 5], 1, 3) AS mid, ARRAY_SLICE([1, 2, 3, 4, 5], -3, -1) AS tail, ARRAY_FIRST(['a', 'b']) AS a, ARRAY_LAST(['a', 'b']) AS b, GENERATE_ARRAY(1, 4) AS g;
+
+SELECT IF(1 < 2, 'yes', 'no') AS yes, MOD(7, 3) AS one, IS_NAN(CAST('NaN' AS FLOAT64)) AS nan, CEILING(1.2) AS c, TIMESTAMP_FROM_UNIX_MILLIS(0) AS epoch, COUNTIF(_key > 'user#003') AS later, VARIANCE(LENGTH(_key)) AS v FROM users;
+
+SELECT DIV(1, 0);
+
+SELECT ARRAY_FIRST(ARRAY_SLICE([1, 2], 1, 0));
