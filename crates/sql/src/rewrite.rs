@@ -14,7 +14,8 @@
 //!   `BYTES`, `NUMERIC`) become DataFusion's (`BIGINT`, `DOUBLE`, `REAL`, `BYTEA`,
 //!   `DECIMAL(38, 9)`);
 //! - in GoogleSQL only ([`rewrite_googlesql`]): backslash escapes in string literals
-//!   (`'a\nb'`, `'\x41'`), double-quoted strings, hexadecimal integers (`0x1F`), and
+//!   (`'a\nb'`, `'\x41'`), double-quoted and raw (`r'\d+'`) strings, hexadecimal
+//!   integers (`0x1F`), and
 //!   `.field` after a subscript or a call (`cf['q'][OFFSET(0)].value`, read as
 //!   `['value']`);
 //! - a date part written as a bare word after the first argument of `TIMESTAMP_DIFF`,
@@ -150,6 +151,11 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
                 }
                 Token::Word(w) if w.quote_style == Some('"') => {
                     out.push_str(&string_literal(&w.value));
+                    i += 1;
+                    continue;
+                }
+                Token::SingleQuotedRawStringLiteral(s) | Token::DoubleQuotedRawStringLiteral(s) => {
+                    out.push_str(&string_literal(s));
                     i += 1;
                     continue;
                 }
@@ -468,6 +474,7 @@ mod tests {
             "SELECT 'a\nb', 'A', 'it''s'"
         );
         assert_eq!(g("SELECT \"abc\", 0x1F, X'1F'"), "SELECT 'abc', 31, X'1F'");
+        assert_eq!(g(r"SELECT r'\d+', R'it''s'"), r"SELECT '\d+', 'it''s'");
         assert_eq!(
             g("SELECT cf['q'][OFFSET(0)].value, f(x).a, t.b"),
             "SELECT cf['q'][OFFSET(0)]['value'], f(x)['a'], t.b"
