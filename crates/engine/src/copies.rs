@@ -317,18 +317,7 @@ impl Engine {
         }
         let mut batch = self.inner.db.batch();
         batch.remove(&self.inner.meta, copying_key(new_id));
-        batch.insert(
-            &self.inner.meta,
-            meta.meta_key(),
-            catalog::encode_table(&meta),
-        );
-        self.commit(batch)?;
-        let info = meta.info();
-        cat.tables
-            .entry(instance.to_owned())
-            .or_default()
-            .insert(name.to_owned(), Arc::new(meta));
-        Ok(info)
+        self.publish_table(&mut cat, batch, meta)
     }
 
     /// Reserves a fresh table id for a copy: the advanced counter and the copy's `c`
@@ -390,25 +379,13 @@ impl Engine {
     /// Marks saved copies past their expiry for purging. Returns how many expired.
     pub(crate) fn expire_copies(&self) -> Result<u64> {
         let now = self.now_us();
-        let mut batch = self.inner.db.batch();
-        let mut n = 0u64;
-        for g in self.inner.meta.prefix([COPY_TAG]) {
-            let (k, v) = g.into_inner()?;
-            let (copy, _) = decode(&k, &v)?;
-            if copy.expires_us.is_some_and(|e| e <= now) {
-                batch.remove(&self.inner.meta, k.to_vec());
-                batch.insert(
-                    &self.inner.meta,
-                    catalog::dead_table_key(copy.table_id),
-                    Vec::new(),
-                );
-                n += 1;
-            }
-        }
-        if n > 0 {
-            self.commit(batch)?;
-        }
-        Ok(n)
+        self.expire_records(COPY_TAG, |k, v| {
+            let (copy, _) = decode(k, v)?;
+            Ok(copy
+                .expires_us
+                .is_some_and(|e| e <= now)
+                .then_some(copy.table_id))
+        })
     }
 
     /// Writes every cell of table `from` in `snapshot` under table id `to`. `live`: the

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use crate::catalog::{self, TableMeta};
-use crate::db::Engine;
+use crate::db::{Engine, TableDirectory};
 use crate::error::{Error, Result};
 use crate::schema::TableInfo;
 
@@ -94,7 +94,17 @@ impl Engine {
         let old = Arc::clone(cat.get(instance, name)?);
         let mut meta = (*old).clone();
         change(&mut meta);
-        let mut batch = self.inner.db.batch();
+        self.publish_table(&mut cat, self.inner.db.batch(), meta)
+    }
+
+    /// Writes `meta`'s record with the changes already in `batch`, then publishes it in
+    /// the catalog.
+    pub(crate) fn publish_table(
+        &self,
+        cat: &mut TableDirectory,
+        mut batch: fjall::OwnedWriteBatch,
+        meta: TableMeta,
+    ) -> Result<TableInfo> {
         batch.insert(
             &self.inner.meta,
             meta.meta_key(),
@@ -103,10 +113,33 @@ impl Engine {
         self.commit(batch)?;
         let info = meta.info();
         cat.tables
-            .entry(instance.to_owned())
+            .entry(meta.instance.clone())
             .or_default()
-            .insert(name.to_owned(), Arc::new(meta));
+            .insert(meta.name.clone(), Arc::new(meta));
         Ok(info)
+    }
+
+    /// Turns the records under `tag` that `expired` picks (it gives their table id) into
+    /// purge markers, in one batch. Returns how many.
+    pub(crate) fn expire_records(
+        &self,
+        tag: u8,
+        expired: impl Fn(&[u8], &[u8]) -> Result<Option<u32>>,
+    ) -> Result<u64> {
+        let mut batch = self.inner.db.batch();
+        let mut n = 0u64;
+        for g in self.inner.meta.prefix([tag]) {
+            let (k, v) = g.into_inner()?;
+            if let Some(id) = expired(&k, &v)? {
+                batch.remove(&self.inner.meta, k.to_vec());
+                batch.insert(&self.inner.meta, catalog::dead_table_key(id), Vec::new());
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.commit(batch)?;
+        }
+        Ok(n)
     }
 
     /// Puts back a table deleted less than the undelete window ago, with its cells as
@@ -136,18 +169,7 @@ impl Engine {
         }
         let mut batch = self.inner.db.batch();
         batch.remove(&self.inner.meta, key);
-        batch.insert(
-            &self.inner.meta,
-            meta.meta_key(),
-            catalog::encode_table(&meta),
-        );
-        self.commit(batch)?;
-        let info = meta.info();
-        cat.tables
-            .entry(instance.to_owned())
-            .or_default()
-            .insert(name.to_owned(), Arc::new(meta));
-        Ok(info)
+        self.publish_table(&mut cat, batch, meta)
     }
 
     /// Whether a table deleted at `deleted_us` is past the undelete window.
@@ -170,25 +192,10 @@ impl Engine {
     /// Marks the cells of tables deleted longer ago than the undelete window for
     /// purging. Returns how many tables went for good.
     pub(crate) fn expire_deleted(&self) -> Result<u64> {
-        let mut batch = self.inner.db.batch();
-        let mut n = 0u64;
-        for g in self.inner.meta.prefix([DELETED_TAG]) {
-            let (k, v) = g.into_inner()?;
-            let (deleted_us, meta) = decode_deleted(&k, &v)?;
-            if self.undelete_expired(deleted_us) {
-                batch.remove(&self.inner.meta, k.to_vec());
-                batch.insert(
-                    &self.inner.meta,
-                    catalog::dead_table_key(meta.id),
-                    Vec::new(),
-                );
-                n += 1;
-            }
-        }
-        if n > 0 {
-            self.commit(batch)?;
-        }
-        Ok(n)
+        self.expire_records(DELETED_TAG, |k, v| {
+            let (deleted_us, meta) = decode_deleted(k, v)?;
+            Ok(self.undelete_expired(deleted_us).then_some(meta.id))
+        })
     }
 
     /// Deletes an instance for good: every table (none may be protected), its deleted
