@@ -126,10 +126,6 @@ fn ts_type() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
-fn is_text_type(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
-
 fn is_time(t: &DataType) -> bool {
     matches!(
         t,
@@ -202,7 +198,7 @@ impl ScalarUDFImpl for TimeFn {
             Op::DateTrunc => {
                 arity(2, 2)?;
                 // DataFusion's order, date_trunc('month', t), keeps working.
-                if is_text_type(&args[0]) && !is_text_type(&args[1]) {
+                if super::is_text(&args[0]) && !super::is_text(&args[1]) {
                     return Ok(vec![text, ts_type()]);
                 }
                 let first = if args[0] == DataType::Date32 || !is_time(&args[0]) {
@@ -262,7 +258,7 @@ impl ScalarUDFImpl for TimeFn {
             Op::FromEpoch(_) | Op::Timestamp | Op::Add(_) | Op::TimestampTrunc => ts_type(),
             Op::ParseTimestamp => ts_type(),
             Op::ToEpoch(_) | Op::TimestampDiff | Op::DateDiff | Op::UnixDate => DataType::Int64,
-            Op::DateTrunc if args.first().is_some_and(is_text_type) => ts_type(),
+            Op::DateTrunc if args.first().is_some_and(super::is_text) => ts_type(),
             Op::DateAdd(_) | Op::DateTrunc => args.first().cloned().unwrap_or(DataType::Date32),
             Op::FormatTimestamp | Op::FormatDate => DataType::Utf8,
             Op::ParseDate | Op::Date | Op::DateFromUnixDate | Op::LastDay => DataType::Date32,
@@ -465,7 +461,7 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             ts_array(out)
         }
         Op::DateTrunc => {
-            let swapped = is_text_type(a[0].data_type());
+            let swapped = super::is_text(a[0].data_type());
             if swapped || matches!(a[0].data_type(), DataType::Timestamp(..)) {
                 let (t, part) = if swapped {
                     (&a[1], &a[0])
