@@ -20,6 +20,7 @@
 //!   values (8, 8 and 4 bytes); another length is an error naming the length.
 
 mod extras;
+mod hash;
 mod math;
 mod time;
 
@@ -67,6 +68,7 @@ pub fn register_dialect(state: &mut SessionState) -> DfResult<()> {
     time::register(state)?;
     extras::register(state)?;
     math::register(state)?;
+    hash::register(state)?;
     crate::presto::register_for_googlesql(state)
 }
 
