@@ -390,10 +390,7 @@ impl Engine {
         name: &str,
         retention_us: Option<i64>,
     ) -> Result<crate::schema::TableInfo> {
-        check_retention(retention_us)?;
-        self.update_table_meta(instance, name, |meta| {
-            meta.change_retention_us = retention_us;
-        })
+        self.update_table(instance, name, None, Some(retention_us))
     }
 
     /// Up to `limit` changes of a table committed after `after_us` (exclusive) and below

@@ -80,7 +80,29 @@ impl Engine {
         name: &str,
         protect: bool,
     ) -> Result<TableInfo> {
-        self.update_table_meta(instance, name, |meta| meta.deletion_protection = protect)
+        self.update_table(instance, name, Some(protect), None)
+    }
+
+    /// UpdateTable: deletion protection and the change stream's retention (`Some(None)`
+    /// turns the stream off), changed together or not at all.
+    pub fn update_table(
+        &self,
+        instance: &str,
+        name: &str,
+        protect: Option<bool>,
+        change_retention_us: Option<Option<i64>>,
+    ) -> Result<TableInfo> {
+        if let Some(r) = change_retention_us {
+            crate::changes::check_retention(r)?;
+        }
+        self.update_table_meta(instance, name, |meta| {
+            if let Some(p) = protect {
+                meta.deletion_protection = p;
+            }
+            if let Some(r) = change_retention_us {
+                meta.change_retention_us = r;
+            }
+        })
     }
 
     /// Changes a table's record with `change` and publishes it.

@@ -369,15 +369,8 @@ impl BigtableTableAdmin for TableAdminService {
         let full = name.full();
         let info = self
             .run(move |e, _| {
-                let (i, t) = (&name.instance, &name.table);
-                let mut info = e.get_table(i, t).status()?;
-                if let Some(r) = retention {
-                    info = e.set_change_retention(i, t, r).status()?;
-                }
-                if let Some(p) = protect {
-                    info = e.set_deletion_protection(i, t, p).status()?;
-                }
-                Ok(info)
+                e.update_table(&name.instance, &name.table, protect, retention)
+                    .status()
             })
             .await?;
         let meta = pb::UpdateTableMetadata {
