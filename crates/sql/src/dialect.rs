@@ -28,7 +28,8 @@ use datafusion::logical_expr::{
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, ExcludeSelectItem, Expr as SqlExpr, Ident, ObjectName, Query, SelectItem,
-    SetExpr, Statement as SqlStatement, TableFactor, UnaryOperator, VisitMut, VisitorMut,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement as SqlStatement, TableFactor,
+    UnaryOperator, VisitMut, VisitorMut,
 };
 
 use crate::bigtable::TIMESTAMP_COLUMN;
@@ -230,8 +231,14 @@ fn exclude_in(body: &mut SetExpr, ctes: &HashSet<String>) {
                 return;
             }
             for item in &mut select.projection {
-                let SelectItem::Wildcard(options) = item else {
-                    continue;
+                // `*` and `t.*` alike (a qualifier can only name the one table).
+                let options = match item {
+                    SelectItem::Wildcard(options)
+                    | SelectItem::QualifiedWildcard(
+                        SelectItemQualifiedWildcardKind::ObjectName(_),
+                        options,
+                    ) => options,
+                    _ => continue,
                 };
                 let column = ObjectName::from(vec![Ident::new(TIMESTAMP_COLUMN)]);
                 let named = |n: &ObjectName| n.to_string().eq_ignore_ascii_case(TIMESTAMP_COLUMN);

@@ -120,3 +120,6 @@ SELECT ARRAY_FIRST(ARRAY_SLICE([1, 2], 1, 0));
 
 -- Hash functions.
 SELECT FARM_FINGERPRINT(CONCAT(CAST(1 AS STRING), 'foo', CAST(true AS STRING))) AS fp, TO_BASE64(MD5('Hello World')) AS md5, TO_HEX(SHA1(b'abc')) AS sha1, LENGTH(SHA256(_key)) AS sha256_len, BYTE_LENGTH(SHA512('x')) AS sha512_len FROM users WHERE _key = 'user#001';
+
+-- t.* has no _timestamp either.
+SELECT u.* FROM users AS u WHERE _key = 'user#005';
