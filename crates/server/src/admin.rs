@@ -14,10 +14,11 @@ use almanac_engine::schema::{FamilyChange, TableInfo, TableSpec};
 use almanac_engine::{DropRows, Engine};
 use tonic::{Request, Response, Status};
 
+use crate::convert::timestamp;
 use crate::data::blocking;
 use crate::names::{self, TableName};
 use crate::namespaces::{Registry, mask_paths};
-use crate::operations::{done, timestamp};
+use crate::operations::done;
 use crate::status::{IntoStatus, invalid};
 use crate::{convert, iam as policies, snapshots};
 

@@ -28,10 +28,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 use tonic::codegen::BoxStream;
 
+use crate::convert::{micros, timestamp};
 use crate::data::blocking;
 use crate::names;
 use crate::namespaces::DEFAULT_CLUSTER;
-use crate::operations::timestamp;
 use crate::status::{IntoStatus, invalid};
 
 /// Changes read from the engine at a time.
@@ -179,12 +179,6 @@ pub async fn read(
     };
     tokio::spawn(stream.run());
     Ok(Box::pin(ReceiverStream::new(rx)))
-}
-
-fn micros(t: &prost_types::Timestamp) -> i64 {
-    t.seconds
-        .saturating_mul(1_000_000)
-        .saturating_add(i64::from(t.nanos) / 1_000)
 }
 
 /// One ReadChangeStream in progress.

@@ -15,6 +15,31 @@ use tonic::Status;
 
 use crate::status::invalid;
 
+/// Nanoseconds in a second.
+pub const NANOS_PER_SEC: i64 = 1_000_000_000;
+/// Microseconds in a second.
+pub const MICROS_PER_SEC: i64 = 1_000_000;
+
+/// A protobuf timestamp of `ticks` units of `1 / per_sec` seconds since the epoch.
+pub fn timestamp_of(ticks: i64, per_sec: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ticks.div_euclid(per_sec),
+        nanos: (ticks.rem_euclid(per_sec) * (NANOS_PER_SEC / per_sec)) as i32,
+    }
+}
+
+/// A protobuf timestamp of `us` microseconds since the epoch.
+pub fn timestamp(us: i64) -> prost_types::Timestamp {
+    timestamp_of(us, MICROS_PER_SEC)
+}
+
+/// Microseconds since the epoch of a protobuf timestamp (saturating).
+pub fn micros(t: &prost_types::Timestamp) -> i64 {
+    t.seconds
+        .saturating_mul(MICROS_PER_SEC)
+        .saturating_add(i64::from(t.nanos) / 1_000)
+}
+
 /// A mutation from the wire.
 pub fn mutation(m: &data::Mutation) -> Result<Mutation, Status> {
     use data::mutation::Mutation as M;

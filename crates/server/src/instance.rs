@@ -10,9 +10,10 @@ use almanac_api::google::longrunning::Operation;
 use almanac_engine::Engine;
 use tonic::{Request, Response, Status};
 
+use crate::convert::timestamp;
 use crate::data::blocking;
 use crate::namespaces::{Registry, mask_paths};
-use crate::operations::{done, timestamp};
+use crate::operations::done;
 use crate::status::invalid;
 use crate::{iam as policies, names};
 

@@ -22,7 +22,7 @@ use almanac_engine::Engine;
 use prost::Message;
 use tonic::Status;
 
-use crate::operations::timestamp;
+use crate::convert::timestamp;
 
 mod rules;
 use crate::status::{IntoStatus, invalid};

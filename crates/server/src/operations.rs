@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use almanac_api::google::longrunning::Operation;
 use almanac_api::google::longrunning::operation::Result as OpResult;
-use prost_types::{Any, Timestamp};
+use prost_types::Any;
 
 /// Numbers operation names within this process.
 static NEXT_OPERATION: AtomicU64 = AtomicU64::new(1);
@@ -24,13 +24,5 @@ pub fn done<M: prost::Name, R: prost::Name>(
         metadata: Any::from_msg(metadata).ok(),
         done: true,
         result: Any::from_msg(response).ok().map(OpResult::Response),
-    }
-}
-
-/// A protobuf timestamp of `us` microseconds since the epoch.
-pub fn timestamp(us: i64) -> Timestamp {
-    Timestamp {
-        seconds: us.div_euclid(1_000_000),
-        nanos: (us.rem_euclid(1_000_000) * 1_000) as i32,
     }
 }

@@ -8,8 +8,8 @@ use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_engine::{Engine, SavedCopy};
 use tonic::Status;
 
+use crate::convert::timestamp;
 use crate::namespaces::{Registry, split_child};
-use crate::operations::timestamp;
 use crate::status::{IntoStatus, invalid};
 
 /// A snapshot's lifetime when the request sets no `ttl` (the API's default).

@@ -21,10 +21,8 @@ use pb::value::Kind;
 use tonic::Status;
 
 use super::types::{PARAM_TIME_ZONE, kind_name, normal_type, param_arrow_type};
+use crate::convert::{MICROS_PER_SEC, NANOS_PER_SEC, timestamp_of};
 use crate::status::invalid;
-
-const NANOS_PER_SEC: i64 = 1_000_000_000;
-const MICROS_PER_SEC: i64 = 1_000_000;
 
 fn value(kind: Option<Kind>) -> pb::Value {
     pb::Value { r#type: None, kind }
@@ -167,21 +165,13 @@ fn timestamps(column: &dyn Array, unit: TimeUnit) -> Option<Vec<pb::Value>> {
         TimeUnit::Microsecond => MICROS_PER_SEC,
         TimeUnit::Nanosecond => NANOS_PER_SEC,
     };
-    let kind = |v: i64| Kind::TimestampValue(timestamp(v, per_sec));
+    let kind = |v: i64| Kind::TimestampValue(timestamp_of(v, per_sec));
     Some(match unit {
         TimeUnit::Second => each(column.as_primitive_opt::<TimestampSecondType>()?, kind),
         TimeUnit::Millisecond => each(column.as_primitive_opt::<TimestampMillisecondType>()?, kind),
         TimeUnit::Microsecond => each(column.as_primitive_opt::<TimestampMicrosecondType>()?, kind),
         TimeUnit::Nanosecond => each(column.as_primitive_opt::<TimestampNanosecondType>()?, kind),
     })
-}
-
-/// `ticks` units of `1 / per_sec` seconds since the epoch.
-fn timestamp(ticks: i64, per_sec: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: ticks.div_euclid(per_sec),
-        nanos: (ticks.rem_euclid(per_sec) * (NANOS_PER_SEC / per_sec)) as i32,
-    }
 }
 
 /// The civil date `days` after 1970-01-01.
