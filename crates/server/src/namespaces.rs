@@ -44,6 +44,11 @@ pub struct Registry {
     lock: Arc<Mutex<()>>,
 }
 
+/// The stored record of resource `name`.
+fn decode<M: Message + Default>(name: &str, bytes: &[u8]) -> Result<M, Status> {
+    M::decode(bytes).map_err(|e| Status::data_loss(format!("stored record of {name}: {e}")))
+}
+
 /// A change to the settings: the resource name and its new record (`None`: removed).
 type Change = (String, Option<Vec<u8>>);
 
@@ -68,25 +73,24 @@ impl Registry {
 
     fn load<M: Message + Default>(&self, name: &str) -> Result<Option<M>, Status> {
         match self.engine.setting(name).status()? {
-            Some(b) => M::decode(b.as_slice())
-                .map(Some)
-                .map_err(|e| Status::data_loss(format!("stored record of {name}: {e}"))),
+            Some(b) => decode(name, &b).map(Some),
             None => Ok(None),
         }
     }
 
     /// The records of kind `kind` (`clusters`, `appProfiles`) under `instance`.
     fn children<M: Message + Default>(&self, instance: &str, kind: &str) -> Result<Vec<M>, Status> {
-        let prefix = format!("{instance}/{kind}/");
+        self.records(&format!("{instance}/{kind}/"))
+    }
+
+    /// The records directly under `prefix` (not those of their children, nor their
+    /// IAM policies).
+    fn records<M: Message + Default>(&self, prefix: &str) -> Result<Vec<M>, Status> {
         let mut out = Vec::new();
-        for (key, bytes) in self.engine.settings(&prefix).status()? {
-            if key[prefix.len()..].contains(['/', '#']) {
-                continue;
+        for (key, bytes) in self.engine.settings(prefix).status()? {
+            if !key[prefix.len()..].contains(['/', '#']) {
+                out.push(decode(&key, &bytes)?);
             }
-            out.push(
-                M::decode(bytes.as_slice())
-                    .map_err(|e| Status::data_loss(format!("stored record of {key}: {e}")))?,
-            );
         }
         Ok(out)
     }
@@ -105,16 +109,7 @@ impl Registry {
     /// The instances of `project`: those created and those holding tables.
     pub fn instances(&self, project: &str) -> Result<Vec<pb::Instance>, Status> {
         let prefix = format!("projects/{project}/instances/");
-        let mut out: Vec<pb::Instance> = Vec::new();
-        for (key, bytes) in self.engine.settings(&prefix).status()? {
-            if key[prefix.len()..].contains(['/', '#']) {
-                continue;
-            }
-            out.push(
-                pb::Instance::decode(bytes.as_slice())
-                    .map_err(|e| Status::data_loss(format!("stored record of {key}: {e}")))?,
-            );
-        }
+        let mut out: Vec<pb::Instance> = self.records(&prefix)?;
         for name in self.engine.list_instances().status()? {
             if name.starts_with(&prefix) && !out.iter().any(|i| i.name == name) {
                 out.push(implicit_instance(&name));
