@@ -88,6 +88,12 @@ def admin_client(server) -> bigtable.Client:
 
 
 @pytest.fixture(scope="session")
+def tac(admin_client):
+    """The generated Table Admin client of the session's classic client."""
+    return admin_client.table_admin_client
+
+
+@pytest.fixture(scope="session")
 def instance(admin_client):
     return admin_client.instance(INSTANCE)
 

@@ -58,11 +58,6 @@ def set_protection(tac, name: str, protect: bool) -> Table:
 
 
 @pytest.fixture(scope="module")
-def tac(admin_client):
-    return admin_client.table_admin_client
-
-
-@pytest.fixture(scope="module")
 def iac(admin_client):
     return admin_client.instance_admin_client
 

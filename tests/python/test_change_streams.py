@@ -406,11 +406,6 @@ class Tables:
 
 
 @pytest.fixture(scope="module")
-def tac(admin_client):
-    return admin_client.table_admin_client
-
-
-@pytest.fixture(scope="module")
 def gapic(admin_client):
     """The generated data client (BigtableClient): the one with ReadChangeStream."""
     return admin_client.table_data_client
