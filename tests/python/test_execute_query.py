@@ -156,6 +156,30 @@ def test_googlesql_forms_from_googles_documentation(data_client, sql_table):
     assert names[0] == "_key" and sorted(names[1:]) == ["agg", "cf", "n"], names
 
 
+def test_googlesql_functions_safe_prefix_and_typed_literals(data_client, sql_table):
+    """JSON over a cell value, lambdas, ARRAY_AGG with LIMIT, SAFE., typed literals and a
+    `#` comment, as Google documents them; INT64 overflow is an error, not a wrap."""
+    t = f"`{sql_table}`"
+    rows, cols = run(
+        data_client,
+        "SELECT JSON_VALUE(CONCAT('{\"k\": \"', CAST(_key AS STRING), '\"}'), '$.k') AS k, "
+        "TO_JSON_STRING(STRUCT(TO_INT64(n['x']) AS x)) AS j "
+        f"FROM {t} WHERE _key = 'b1'  # one row",
+    )
+    assert rows == [["b1", '{"x":10}']]
+    assert cols == [("k", SqlType.String()), ("j", SqlType.String())]
+    rows, _ = run(
+        data_client,
+        f"SELECT ARRAY_AGG(_key ORDER BY _key DESC LIMIT 2), "
+        f"ARRAY_FILTER(ARRAY<INT64>[1, 2, 3], e -> e > 1), SAFE.FROM_BASE32('!'), "
+        f"CAST(-2.5 AS INT64) FROM {t}",
+    )
+    assert rows == [[[b"c1", b"b2"], [2, 3], None, -3]]
+    with pytest.raises(gexc.GoogleAPICallError) as e:
+        list(data_client.execute_query("SELECT 9223372036854775807 + 1", INSTANCE))
+    assert "overflow" in e.value.message.lower(), e.value.message
+
+
 def test_table_arguments_pick_versions(data_client, sql_table):
     """`t(with_history => TRUE, latest_n => 1)` and `t(as_of => …)` as Google documents."""
     t = f"`{sql_table}`"

@@ -165,7 +165,7 @@ fn check_text(query: &str) -> Result<(), Status> {
 /// Refuses a query that uses a parameter with no declared type. DataFusion would plan
 /// it and only fail once run, as an internal error.
 fn check_declared(query: &str, types: &BTreeMap<String, pb::Type>) -> Result<(), Status> {
-    let text = almanac_sql::rewrite::rewrite(query).status()?;
+    let text = almanac_sql::rewrite::rewrite_googlesql(query).status()?;
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, &text).tokenize() else {
         // The query was planned, so it tokenizes; if not, the planner has spoken.
         return Ok(());

@@ -32,6 +32,8 @@ use datafusion::sql::sqlparser::ast::{
     UnaryOperator, VisitMut, VisitorMut,
 };
 
+mod calls;
+
 use crate::bigtable::TIMESTAMP_COLUMN;
 use crate::catalog::HISTORY_FUNCTION;
 
@@ -330,10 +332,12 @@ impl VisitorMut for InUnnest {
     }
 }
 
-/// GoogleSQL's forms DataFusion plans under another spelling: `IN UNNEST`.
+/// GoogleSQL's forms DataFusion plans under another spelling: `IN UNNEST`, and the
+/// calls and operators of [`calls`].
 pub(crate) fn googlesql_forms(statement: &mut DfStatement) {
     if let DfStatement::Statement(s) = statement {
         let _ = s.visit(&mut InUnnest);
+        let _ = s.visit(&mut calls::Calls);
     }
 }
 

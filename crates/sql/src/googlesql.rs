@@ -19,12 +19,19 @@
 //! - `to_int64`, `to_float64`, `to_float32`: Bigtable's big-endian encodings of cell
 //!   values (8, 8 and 4 bytes); another length is an error naming the length.
 
+mod arrays;
 mod extras;
 mod hash;
+mod json;
 mod math;
+mod numbers;
+mod rowwise;
+mod semantics;
+mod text;
 mod time;
 
 pub use extras::FloatDivision;
+pub use semantics::{SAFE_MARKER, Semantics};
 
 use std::sync::Arc;
 
@@ -69,6 +76,11 @@ pub fn register_dialect(state: &mut SessionState) -> DfResult<()> {
     extras::register(state)?;
     math::register(state)?;
     hash::register(state)?;
+    json::register(state)?;
+    text::register(state)?;
+    arrays::register(state)?;
+    numbers::register(state)?;
+    state.register_udf(Arc::new(ScalarUDF::from(semantics::SafeMarker::default())))?;
     crate::presto::register_for_googlesql(state)
 }
 

@@ -297,10 +297,14 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
         planners.push(Arc::new(googlesql::FloatDivision));
     }
     planners.extend(SessionStateDefaults::default_expr_planners());
-    let mut state = SessionStateBuilder::new()
+    let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
-        .with_expr_planners(planners)
+        .with_expr_planners(planners);
+    if dialect == Dialect::GoogleSql {
+        builder = builder.with_analyzer_rule(Arc::new(googlesql::Semantics));
+    }
+    let mut state = builder
         .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
         .with_optimizer_rule(Arc::new(newest_max::NewestMax))
         .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))

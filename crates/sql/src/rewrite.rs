@@ -20,7 +20,14 @@
 //!   `['value']`);
 //! - a date part written as a bare word after the first argument of `TIMESTAMP_DIFF`,
 //!   `TIMESTAMP_TRUNC`, `DATE_DIFF`, `DATE_TRUNC` or `LAST_DAY` (`… , HOUR)`) becomes a
-//!   string (`'HOUR'`).
+//!   string (`'HOUR'`), as do the modes of `NORMALIZE` (`NFKC`) and `ARRAY_OFFSET`
+//!   (`LAST`);
+//! - in GoogleSQL, `#` comments and every quoted literal form first ([`lexical`]), then
+//!   typed `ARRAY<T>[…]` and `STRUCT<…>(…)` constructors and the `SAFE.` prefix
+//!   ([`typed`]).
+
+mod lexical;
+mod typed;
 
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -53,14 +60,23 @@ const CAST_TYPES: [(&str, &str); 5] = [
     ("numeric", "DECIMAL(38, 9)"),
 ];
 
-/// Functions whose last argument may be a date part written as a bare word.
-const PART_FUNCTIONS: [&str; 5] = [
-    "timestamp_diff",
-    "timestamp_trunc",
-    "date_diff",
-    "date_trunc",
-    "last_day",
+/// Functions whose later arguments may be a bare word of a set (a date part, a mode).
+const WORD_FUNCTIONS: [(&str, &[&str]); 8] = [
+    ("timestamp_diff", &DATE_PARTS),
+    ("timestamp_trunc", &DATE_PARTS),
+    ("date_diff", &DATE_PARTS),
+    ("date_trunc", &DATE_PARTS),
+    ("last_day", &DATE_PARTS),
+    ("normalize", &NORMALIZATION_MODES),
+    ("normalize_and_casefold", &NORMALIZATION_MODES),
+    ("array_offset", &FIND_MODES),
 ];
+
+/// `NORMALIZE`'s modes.
+const NORMALIZATION_MODES: [&str; 4] = ["nfc", "nfkc", "nfd", "nfkd"];
+
+/// `ARRAY_OFFSET`'s modes.
+const FIND_MODES: [&str; 2] = ["first", "last"];
 
 /// GoogleSQL's date parts.
 const DATE_PARTS: [&str; 14] = [
@@ -84,7 +100,8 @@ const DATE_PARTS: [&str; 14] = [
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Paren {
     Cast,
-    PartFunction,
+    /// A function of [`WORD_FUNCTIONS`], with its words.
+    Words(&'static [&'static str]),
     Other,
 }
 
@@ -104,6 +121,13 @@ fn string_literal(text: &str) -> String {
 }
 
 fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
+    let normalized;
+    let sql = if googlesql {
+        normalized = lexical::normalize(sql);
+        normalized.as_str()
+    } else {
+        sql
+    };
     let dialect = GenericDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -137,6 +161,40 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
     let mut i = 0;
     while i < tokens.len() {
         let tok = &tokens[i].token;
+        if googlesql && let Some((form, last)) = typed::form_at(&tokens, i, |j| text(j).to_string())
+        {
+            let span = |r: std::ops::Range<usize>| -> Result<String> {
+                let t: String = r.map(text).collect();
+                Ok(rewrite_with(t.trim(), true)?.trim().to_string())
+            };
+            match form {
+                typed::Form::Array { literal, element } => {
+                    out.push_str(&format!("CAST({} AS {element}[])", span(literal)?));
+                }
+                typed::Form::Struct { fields, args } => {
+                    let named = fields.iter().all(|(n, _)| n.is_some());
+                    let mut parts = Vec::with_capacity(args.len());
+                    for ((name, ty), arg) in fields.into_iter().zip(args) {
+                        let value = format!("CAST({} AS {ty})", span(arg)?);
+                        parts.push(match name {
+                            Some(n) if named => format!("{}, {value}", string_literal(&n)),
+                            _ => value,
+                        });
+                    }
+                    let f = if named { "named_struct" } else { "struct" };
+                    out.push_str(&format!("{f}({})", parts.join(", ")));
+                }
+                typed::Form::Safe { call } => {
+                    out.push_str(&format!(
+                        "{}({})",
+                        crate::googlesql::SAFE_MARKER,
+                        span(call)?
+                    ));
+                }
+            }
+            i = last + 1;
+            continue;
+        }
         if googlesql {
             let prev = i.checked_sub(1).map(|j| &tokens[j].token);
             match tok {
@@ -188,8 +246,10 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
                         let name = w.value.to_ascii_lowercase();
                         if name == "cast" || name == "safe_cast" {
                             Paren::Cast
-                        } else if PART_FUNCTIONS.contains(&name.as_str()) {
-                            Paren::PartFunction
+                        } else if let Some((_, words)) =
+                            WORD_FUNCTIONS.iter().find(|(f, _)| *f == name)
+                        {
+                            Paren::Words(words)
                         } else {
                             Paren::Other
                         }
@@ -214,8 +274,8 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
                     i += 1;
                     continue;
                 }
-                if parens.last() == Some(&Paren::PartFunction)
-                    && DATE_PARTS.contains(&lower.as_str())
+                if let Some(Paren::Words(words)) = parens.last()
+                    && words.contains(&lower.as_str())
                     && matches!(before, Some(Token::Comma))
                     && matches!(after, Some(Token::RParen | Token::Comma))
                 {
@@ -299,8 +359,9 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
     Ok(out)
 }
 
-/// The bytes of a GoogleSQL bytes literal's text: `\xHH`, octal `\NNN`, `\n`, `\r`,
-/// `\t`, `\\`, and a backslash before a quote; any other backslash stays.
+/// The bytes of a GoogleSQL literal's text: `\xHH`, octal `\NNN`, `\uHHHH` and
+/// `\UHHHHHHHH` (as UTF-8), `\n`, `\r`, `\t`, `\\`, and a backslash before a quote;
+/// any other backslash stays.
 fn unescape_bytes(text: &str) -> Vec<u8> {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -332,6 +393,23 @@ fn unescape_bytes(text: &str) -> Vec<u8> {
                 Some(v) => (v, 4),
                 None => (b'\\', 1),
             },
+            b'u' | b'U' => {
+                let digits = if b[i + 1] == b'u' { 4 } else { 8 };
+                let c = b
+                    .get(i + 2..i + 2 + digits)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .and_then(char::from_u32);
+                match c {
+                    Some(c) => {
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                        i += 2 + digits;
+                        continue;
+                    }
+                    None => (b'\\', 1),
+                }
+            }
             b'n' => (b'\n', 2),
             b'r' => (b'\r', 2),
             b't' => (b'\t', 2),

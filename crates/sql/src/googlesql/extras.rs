@@ -2,7 +2,7 @@
 //! division (GoogleSQL's session only):
 //! - aliases: `LOGICAL_AND`/`LOGICAL_OR` (`bool_and`/`bool_or`), `ARRAY_INCLUDES`,
 //!   `ARRAY_INCLUDES_ANY`, `ARRAY_INCLUDES_ALL` (`array_has…`), `APPROX_COUNT_DISTINCT`
-//!   (`approx_distinct`), `IFNULL` (`nvl`), `CEILING` (`ceil`), `SIGN` (`signum`),
+//!   (`approx_distinct`), `IFNULL` (`nvl`), `CEILING` (`ceil`),
 //!   `GENERATE_ARRAY` (`generate_series`), `VARIANCE` (`var_samp`);
 //! - `MAP_CONTAINS_KEY(m, k)`, `MAP_EMPTY(m)`, `MAP_ENTRIES(m)` (an array of
 //!   `STRUCT<key, value>` in key order);
@@ -35,7 +35,6 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         (array_has::array_has_all_udf(), "array_includes_all"),
         (nvl(), "ifnull"),
         (math::ceil(), "ceiling"),
-        (math::signum(), "sign"),
         (range::gen_series_udf(), "generate_array"),
     ] {
         state.register_udf(Arc::new(udf.as_ref().clone().with_aliases([alias])))?;

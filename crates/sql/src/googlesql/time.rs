@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, Offset as _, TimeZone, Utc};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Date32Array, Int64Array, StringArray, TimestampMicrosecondArray,
@@ -62,9 +62,11 @@ enum Op {
     UnixDate,
     DateFromUnixDate,
     LastDay,
+    String,
 }
 
-const OPS: [(&str, Op); 21] = [
+const OPS: [(&str, Op); 22] = [
+    ("string", Op::String),
     ("timestamp_seconds", Op::FromEpoch(US_PER_SECOND)),
     ("timestamp_millis", Op::FromEpoch(1_000)),
     ("timestamp_micros", Op::FromEpoch(1)),
@@ -103,6 +105,11 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         state.register_udf(Arc::new(ScalarUDF::from(TimeFn::new(name, op))))?;
     }
     Ok(())
+}
+
+/// `STRING(timestamp[, zone])`, which `CAST(timestamp AS STRING)` becomes.
+pub(super) fn string_udf() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::from(TimeFn::new("string", Op::String)))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -244,6 +251,12 @@ impl ScalarUDFImpl for TimeFn {
                 arity(1, 1)?;
                 vec![DataType::Date32]
             }
+            Op::String => {
+                arity(1, 2)?;
+                let mut v = vec![ts_type()];
+                v.extend(args.iter().skip(1).map(|_| text.clone()));
+                v
+            }
             Op::LastDay => {
                 arity(1, 2)?;
                 let mut v = vec![DataType::Date32];
@@ -260,7 +273,7 @@ impl ScalarUDFImpl for TimeFn {
             Op::ToEpoch(_) | Op::TimestampDiff | Op::DateDiff | Op::UnixDate => DataType::Int64,
             Op::DateTrunc if args.first().is_some_and(super::is_text) => ts_type(),
             Op::DateAdd(_) | Op::DateTrunc => args.first().cloned().unwrap_or(DataType::Date32),
-            Op::FormatTimestamp | Op::FormatDate => DataType::Utf8,
+            Op::FormatTimestamp | Op::FormatDate | Op::String => DataType::Utf8,
             Op::ParseDate | Op::Date | Op::DateFromUnixDate | Op::LastDay => DataType::Date32,
         })
     }
@@ -490,6 +503,20 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
                 out.push(Some(t.div_euclid(US_PER_DAY) as i32));
             }
             Arc::new(Date32Array::from(out))
+        }
+        Op::String => {
+            let t = micros_of(&a[0])?;
+            let tz = a.get(1).map(text_of).transpose()?;
+            let mut out = Vec::with_capacity(rows);
+            for i in 0..rows {
+                if t.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
+                    out.push(None);
+                    continue;
+                }
+                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
+                out.push(Some(canonical(t.value(i), zone_name)?));
+            }
+            Arc::new(StringArray::from(out))
         }
         Op::FormatTimestamp | Op::FormatDate => {
             let fmt = text_of(&a[0])?;
@@ -790,6 +817,30 @@ fn chrono_format(name: &str, fmt: &str) -> DfResult<String> {
             }
             None => return exec_err!("{name}: the format ends with a lone %"),
         }
+    }
+    Ok(out)
+}
+
+/// `t` in GoogleSQL's canonical text form in zone `zone_name`:
+/// `2008-12-25 15:30:00[.ffffff]+00[:MM]`, with as many fraction digits as needed.
+pub(super) fn canonical(t: i64, zone_name: &str) -> DfResult<String> {
+    let tz = zone(zone_name)?;
+    let Some(when) = utc(t) else {
+        return exec_err!("STRING: timestamp out of range");
+    };
+    let local = when.with_timezone(&tz);
+    let mut out = local.format("%Y-%m-%d %H:%M:%S").to_string();
+    let micros = t.rem_euclid(US_PER_SECOND);
+    if micros != 0 {
+        let digits = format!("{micros:06}");
+        let _ = write!(out, ".{}", digits.trim_end_matches('0'));
+    }
+    let offset = local.offset().fix().local_minus_utc();
+    let sign = if offset < 0 { '-' } else { '+' };
+    let (h, m) = (offset.abs() / 3600, offset.abs() % 3600 / 60);
+    let _ = write!(out, "{sign}{h:02}");
+    if m != 0 {
+        let _ = write!(out, ":{m:02}");
     }
     Ok(out)
 }

@@ -123,3 +123,43 @@ SELECT FARM_FINGERPRINT(CONCAT(CAST(1 AS STRING), 'foo', CAST(true AS STRING))) 
 
 -- t.* has no _timestamp either.
 SELECT u.* FROM users AS u WHERE _key = 'user#005';
+
+-- JSON functions (Google's documentation examples).
+SELECT JSON_EXTRACT('{"class": {"students": [{"name": "Jane"}]}}', '$.class') AS extract, JSON_EXTRACT_SCALAR('{"name": "Jakob", "age": "6"}', '$.age') AS age, JSON_QUERY('{"a": {"b.c": [1, 2]}}', '$.a."b.c"[1]') AS two, JSON_VALUE('{"a": null}', '$.a') AS nul, JSON_QUERY_ARRAY('{"fruits": ["apples", "oranges"]}', '$.fruits') AS fruits, JSON_VALUE_ARRAY('[1, "x", true]') AS scalars;
+
+SELECT TO_JSON_STRING(STRUCT(1 AS a, [b'ab'] AS b, CAST('NaN' AS FLOAT64) AS c, 9007199254740993 AS d)) AS json, TO_JSON_STRING([1, 2], true) AS pretty;
+
+SELECT JSON_VALUE('{"a": 1', '$.a');
+
+SELECT JSON_VALUE('{"a": 1}', 'a');
+
+-- Strings.
+SELECT INSTR('banana', 'an', 1, 2) AS four, INSTR('banana', 'an', -1) AS back, REGEXP_EXTRACT_ALL('Try `func(x)` or `func(y)`', '`(.+?)`') AS all_groups, REGEXP_SUBSTR('abc123def456', '[0-9]+', 1, 2) AS second, TO_BASE32(b'abcde\xFF') AS b32, FROM_BASE32('MFRGGZDF74======') AS raw;
+
+SELECT TO_CODE_POINTS('âb') AS points, CODE_POINTS_TO_STRING([65, 255, 513]) AS text, CODE_POINTS_TO_BYTES([65, 98]) AS bytes, UNICODE('âbcd') AS first, SOUNDEX('Ashcraft') AS soundex, NORMALIZE('\u00ea', NFD) = 'e\u0302' AS nfd, NORMALIZE_AND_CASEFOLD('ABC') AS folded;
+
+SELECT FORMAT('%d-%s|%5.2f|%-4d|%x|%T', 10, 'x', 3.14159, 7, 255, 'q') AS formatted, FORMAT('%d', NULL) AS nul;
+
+SELECT FORMAT('%d');
+
+-- Arrays, lambdas and aggregates.
+SELECT ARRAY_IS_DISTINCT([1, 1, 2]) AS dup, ARRAY_LAST_N([1, 2, 3, 4, 5], 2) AS last2, ARRAY_OFFSET(['a', 'b', 'a'], 'a', LAST) AS last_a, ARRAY_OFFSETS(['a', 'b', 'a'], 'a') AS all_a, GENERATE_DATE_ARRAY('2016-10-05', '2016-10-08', INTERVAL 2 DAY) AS dates, GENERATE_TIMESTAMP_ARRAY('2016-10-05 00:00:00', '2016-10-05 02:00:00', INTERVAL 1 HOUR) AS hours;
+
+SELECT ARRAY_FILTER([1, 2, 3], e -> e > 1) AS filtered, ARRAY_TRANSFORM([1, 2, 3], e -> e * 10) AS transformed, ARRAY_INCLUDES([1, 2, 3], e -> e > 2) AS any_big;
+
+SELECT ARRAY_AGG(_key ORDER BY _key DESC LIMIT 2) AS newest, ARRAY_CONCAT_AGG([LENGTH(_key)]) AS lengths, ANY_VALUE(_key HAVING MAX _key) AS maxkey, ANY_VALUE(_key HAVING MIN _key) AS minkey, APPROX_QUANTILES(LENGTH(info['city']), 2) AS q, APPROX_TOP_COUNT(SUBSTR(_key, 1, 5), 1) AS top, APPROX_TOP_SUM(SUBSTR(_key, 1, 5), 2, 1) AS topsum FROM users;
+
+-- Numbers, casts, overflow and SAFE.
+SELECT SIGN(-5) AS neg, SIGN(2.5) AS pos, BIT_COUNT(-1) AS all_ones, BIT_COUNT(b'\x00\x08') AS one, ROUND(SEC(0), 6) AS sec0, EUCLIDEAN_DISTANCE([1.0, 2.0], [3.0, 4.0]) AS dist, ~5 AS tilde, CAST(-1.5 AS INT64) AS away, CAST(2.5 AS INT64) AS three, SAFE_CAST(1e30 AS INT64) AS too_big;
+
+SELECT CAST(TIMESTAMP '2008-12-25 15:30:00.25+00' AS STRING) AS text, STRING(TIMESTAMP '2008-12-25 15:30:00+00', 'America/Los_Angeles') AS la;
+
+SELECT 9223372036854775807 + 1;
+
+SELECT SAFE.SUBSTR('abc', 0, -1) AS nul, SAFE.FROM_BASE32('!') AS bad, SAFE.TO_HEX(b'a') AS ok, SAFE.LOG(-1) AS neg;
+
+-- Typed literals, comments and more quoting.
+SELECT ARRAY<INT64>[1, 2] AS ints, ARRAY<STRING>[] AS empty, STRUCT<a INT64, b STRING>(1, 'x') AS s, '''it's''' AS triple, rb'\x41' AS rawbytes # a comment
+;
+
+SELECT _key FROM users WHERE _key LIKE b'user#00%' ORDER BY _key LIMIT 2;
