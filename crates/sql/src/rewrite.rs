@@ -585,6 +585,29 @@ mod tests {
         assert_eq!(rw(r"SELECT b'\101\q'"), r"SELECT X'415C71'");
     }
 
+    /// Arbitrary text built from the pieces the rewrite reacts to never makes it panic
+    /// (it answers with text or a syntax error).
+    #[test]
+    fn arbitrary_text_never_panics() {
+        const PIECES: [&str; 24] = [
+            "'", "\"", "`", "#", "r", "b", "rb", "\\", "'''", "<", ">", ">>", "[", "]", "(", ")",
+            ",", ".", "SAFE", "ARRAY", "STRUCT", "é", "x => 1", "\n",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 12) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(PIECES[(seed % PIECES.len() as u64) as usize]);
+            }
+            seed = seed.wrapping_add(1);
+            let _ = rewrite_googlesql(&text);
+            let _ = rewrite(&text);
+        }
+    }
+
     #[test]
     fn parameters_and_literals() {
         assert_eq!(rw("WHERE _key = @k"), "WHERE _key = $k");
