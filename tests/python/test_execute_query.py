@@ -197,6 +197,13 @@ def test_table_arguments_pick_versions(data_client, sql_table):
         f"SELECT _key FROM {t}(as_of => TIMESTAMP '{before.isoformat()}')",
     )
     assert rows == []
+    # The arguments may be query parameters.
+    q = f"SELECT _key FROM {t}(as_of => @at)"
+    assert keys_of(data_client, q, parameters={"at": before}) == []
+    assert len(keys_of(data_client, q, parameters={"at": WRITTEN_AT})) == len(KEYS)
+    q = f"SELECT cf['q'] FROM {t}(with_history => TRUE, latest_n => @n) WHERE _key = 'a1'"
+    [[versions]] = run(data_client, q, parameters={"n": 1})[0]
+    assert [v["value"] for v in versions] == [b"v-a1"]
     with pytest.raises(gexc.InvalidArgument) as e:
         run(data_client, f"SELECT _key FROM {t}(latest_n => 2)")
     assert "with_history" in str(e.value)

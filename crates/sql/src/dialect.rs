@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::{DFSchema, ParamValues, ScalarValue};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::expr::GetFieldAccess;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawFieldAccessExpr};
@@ -29,8 +29,9 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, ExcludeSelectItem, Expr as SqlExpr, Ident, ObjectName, Query, SelectItem,
     SelectItemQualifiedWildcardKind, SetExpr, Statement as SqlStatement, TableFactor,
-    UnaryOperator, VisitMut, VisitorMut,
+    UnaryOperator, Value, VisitMut, VisitorMut,
 };
+use datafusion::sql::unparser::Unparser;
 
 mod calls;
 
@@ -388,5 +389,87 @@ pub(crate) fn name_unnamed_columns(statement: &mut DfStatement) {
             expr: expr.clone(),
             alias,
         };
+    }
+}
+
+/// Query parameters in the arguments of a table in FROM (`t(latest_n => @n)`), which
+/// are read while planning, before parameters are bound: each becomes its value's
+/// literal. A NULL (PrepareQuery binds typed NULLs) leaves the argument out.
+pub(crate) fn bind_table_arguments(statement: &mut DfStatement, params: &ParamValues) {
+    if let DfStatement::Statement(s) = statement {
+        let _ = s.visit(&mut TableArguments(params));
+    }
+}
+
+struct TableArguments<'a>(&'a ParamValues);
+
+impl VisitorMut for TableArguments<'_> {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table {
+            name,
+            args: Some(args),
+            ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
+        if !name.to_string().eq_ignore_ascii_case(HISTORY_FUNCTION) {
+            return ControlFlow::Continue(());
+        }
+        // (name, value) pairs after the table name; a NULL value drops its pair.
+        let mut kept = Vec::with_capacity(args.args.len());
+        let mut items = std::mem::take(&mut args.args).into_iter();
+        if let Some(table) = items.next() {
+            kept.push(table);
+        }
+        while let Some(arg_name) = items.next() {
+            let Some(mut value) = items.next() else {
+                kept.push(arg_name);
+                break;
+            };
+            let mut null = false;
+            let _ = value.visit(&mut Placeholders {
+                params: self.0,
+                null: &mut null,
+            });
+            if !null {
+                kept.push(arg_name);
+                kept.push(value);
+            }
+        }
+        args.args = kept;
+        ControlFlow::Continue(())
+    }
+}
+
+/// Replaces each placeholder by its value's literal; notes whether one was NULL.
+struct Placeholders<'a> {
+    params: &'a ParamValues,
+    null: &'a mut bool,
+}
+
+impl VisitorMut for Placeholders<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut SqlExpr) -> ControlFlow<()> {
+        let SqlExpr::Value(v) = expr else {
+            return ControlFlow::Continue(());
+        };
+        let Value::Placeholder(id) = &v.value else {
+            return ControlFlow::Continue(());
+        };
+        let Ok(bound) = self.params.get_placeholders_with_values(id) else {
+            return ControlFlow::Continue(());
+        };
+        if bound.value.is_null() {
+            *self.null = true;
+            return ControlFlow::Continue(());
+        }
+        if let Ok(literal) = Unparser::default().expr_to_sql(&lit(bound.value)) {
+            *expr = literal;
+        }
+        ControlFlow::Continue(())
     }
 }

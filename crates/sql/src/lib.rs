@@ -250,6 +250,9 @@ impl SqlEngine {
             let mut statement = state.sql_to_statement(&sql, &dialect)?;
             match scope.dialect {
                 Dialect::GoogleSql => {
+                    if let Some(p) = &params {
+                        dialect::bind_table_arguments(&mut statement, p);
+                    }
                     dialect::exclude_timestamp(&mut statement);
                     dialect::googlesql_forms(&mut statement);
                     unpack::replace(&mut statement, &ctx).await?;

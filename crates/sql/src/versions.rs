@@ -9,8 +9,9 @@
 //! | `before` / `before_or_equal` | TIMESTAMP | with history: versions before (or at) the time |
 //! | `as_of` | TIMESTAMP | without history: the newest value of each column at or before the time |
 //!
-//! Values are constant expressions (`TIMESTAMP '…'`, `TIMESTAMP('…')`), evaluated
-//! once while planning (query parameters are not bound yet there). The bounds are
+//! Values are constant expressions (`TIMESTAMP '…'`, `TIMESTAMP('…')`) or query
+//! parameters (`@n`, whose values are put in before planning), evaluated once while
+//! planning. The bounds are
 //! kept in microseconds; a table of millisecond granularity (Bigtable's default)
 //! takes them to the millisecond boundary that keeps exactly the cells the comparison
 //! keeps ([`crate::bigtable::Versions::for_granularity`]).
