@@ -41,6 +41,10 @@ const STORAGE_WORKER_THREADS: usize = 1;
 /// Why: ARCHITECTURE.md, Decisions; measurements: docs/benchmarks.md, Measurements
 /// behind the defaults.
 const MEMTABLE_BYTES: u64 = 256 * 1024 * 1024;
+/// The most journal kept on disk: past it, fjall flushes the memtables the oldest
+/// journal holds and deletes it. Twice the memtable, so a full memtable and the next
+/// one's writes fit; a compaction flushes everything and leaves the journal empty.
+const MAX_JOURNAL_BYTES: u64 = 2 * MEMTABLE_BYTES;
 /// Deletes issued per batch when purging ranges, to bound memory.
 pub(crate) const PURGE_BATCH_KEYS: usize = 10_000;
 
@@ -151,6 +155,7 @@ impl Engine {
             .cache_size(options.cache_bytes)
             .worker_threads(STORAGE_WORKER_THREADS)
             .manual_journal_persist(options.durability != Durability::None)
+            .max_journaling_size(MAX_JOURNAL_BYTES)
             .open()?;
         let cells = db.keyspace("cells", || {
             KeyspaceCreateOptions::default()
@@ -591,6 +596,7 @@ impl Engine {
         self.inner.db.persist(fjall::PersistMode::SyncAll)?;
         self.inner.cells.rotate_memtable_and_wait()?;
         self.inner.meta.rotate_memtable_and_wait()?;
+        self.inner.changes.rotate_memtable_and_wait()?;
         Ok(())
     }
 

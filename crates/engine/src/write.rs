@@ -279,6 +279,18 @@ impl<'a> Applier<'a> {
                 end_us,
             } => {
                 let f = fid(family)?;
+                // A range of one timestamp unit (a microsecond; a millisecond on a
+                // MILLIS table, whose cells all sit on whole milliseconds) names one
+                // cell: its tombstone needs no look at what is stored (a seal pass
+                // deletes its row-form points this way).
+                let unit = match self.meta.granularity {
+                    Granularity::Millis => MICROS_PER_MILLI,
+                    Granularity::Micros => 1,
+                };
+                if start_us % unit == 0 && *end_us == start_us.checked_add(unit) {
+                    entry.insert(keys::cell_key(rp, f, qualifier, *start_us), None);
+                    return Ok(0);
+                }
                 // Newest first: the range [start, end) is keys from ts_desc(end-1) to ts_desc(start).
                 let lo = match end_us {
                     Some(e) if *e > i64::MIN => keys::cell_key(rp, f, qualifier, e - 1),

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use almanac_engine::clock::ManualClock;
 use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
-use almanac_engine::schema::{Aggregate, FamilyChange, FamilySpec, GcRule, TableSpec, ValueType};
+use almanac_engine::schema::{
+    Aggregate, FamilyChange, FamilySpec, GcRule, Granularity, TableSpec, ValueType,
+};
 use almanac_engine::{DropRows, Durability, Engine, Options, ReadRequest};
 
 mod common;
@@ -255,4 +257,81 @@ fn add_to_cell_into_a_collected_cell_starts_from_zero() {
     assert_eq!(sums(&e), vec![(t0, 4)]);
     relax("versions");
     assert_eq!(sums(&e), vec![(t0, 4)]);
+}
+
+/// A compaction frees the disk the replaced tables took at once, with no write after
+/// it and no reopen: deleting every row and compacting leaves little on disk.
+#[test]
+fn compaction_deletes_the_files_it_replaced() {
+    let e = common::ScratchEngine::quiet("compact-frees", Durability::None);
+    let spec = TableSpec {
+        families: vec![("f".into(), FamilySpec::default())],
+        ..TableSpec::default()
+    };
+    e.create_table(I, "t", spec).unwrap();
+    // 4,000 rows of 4 KiB that do not compress: 16 MiB of tables once flushed.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut noise = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b'!' + (seed % 90) as u8)
+            })
+            .collect()
+    };
+    for i in 0..4_000 {
+        let key = format!("row{i:05}");
+        e.mutate_row(I, "t", key.as_bytes(), &[set("f", "q", 1_000, &noise(4096))])
+            .unwrap();
+    }
+    e.flush().unwrap();
+    // Tables only: the journal file is preallocated whatever it holds.
+    let tables = |e: &Engine| e.disk_space().unwrap() - e.journal_space().unwrap();
+    let full = tables(&e);
+    assert!(full > 8 << 20, "{full} bytes of tables after the load");
+    for i in 0..4_000 {
+        let key = format!("row{i:05}");
+        e.mutate_row(I, "t", key.as_bytes(), &[Mutation::DeleteFromRow])
+            .unwrap();
+    }
+    e.compact().unwrap();
+    let after = tables(&e);
+    assert!(
+        after < full / 4,
+        "{after} bytes of tables after deleting every row and compacting, {full} before"
+    );
+}
+
+/// A DeleteFromColumn over one timestamp unit deletes exactly that cell, whether or
+/// not it exists, and leaves its neighbours (the unit is a millisecond on a MILLIS
+/// table, a microsecond on a MICROS one).
+#[test]
+fn delete_of_one_timestamp_unit_deletes_one_cell() {
+    for (granularity, unit) in [(Granularity::Millis, 1_000), (Granularity::Micros, 1)] {
+        let e = common::ScratchEngine::quiet("delete-one", Durability::None);
+        let spec = TableSpec {
+            families: vec![("f".into(), FamilySpec::default())],
+            granularity,
+            ..TableSpec::default()
+        };
+        e.create_table(I, "t", spec).unwrap();
+        let ts = [1_000_000, 1_000_000 + unit, 1_000_000 + 2 * unit];
+        for t in ts {
+            e.mutate_row(I, "t", b"r", &[set("f", "q", t, &t.to_string())])
+                .unwrap();
+        }
+        let delete = |start: i64| Mutation::DeleteFromColumn {
+            family: "f".into(),
+            qualifier: b"q".to_vec(),
+            start_us: start,
+            end_us: Some(start + unit),
+        };
+        // The middle cell, and one that was never written.
+        e.mutate_row(I, "t", b"r", &[delete(ts[1]), delete(5_000_000)])
+            .unwrap();
+        let left: Vec<i64> = cells(&e, "r").into_iter().map(|c| c.2).collect();
+        assert_eq!(left, vec![ts[2], ts[0]], "{granularity:?}");
+    }
 }
