@@ -51,6 +51,10 @@ const MAX_DECODE_DEPTH: usize = 64;
 
 /// Meta key of the table-id counter.
 pub const NEXT_TABLE_ID_KEY: &[u8] = b"n";
+/// Key of the count of major compactions ([`crate::Engine::compact`]): written after
+/// each one, so that fjall runs its version maintenance and deletes the table files
+/// the compaction replaced (it runs when a memtable is rotated).
+pub const COMPACTIONS_KEY: &[u8] = b"k";
 
 /// A column family as the engine tracks it.
 #[derive(Debug, Clone, PartialEq, Eq)]

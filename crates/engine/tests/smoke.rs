@@ -283,8 +283,13 @@ fn compaction_deletes_the_files_it_replaced() {
     };
     for i in 0..4_000 {
         let key = format!("row{i:05}");
-        e.mutate_row(I, "t", key.as_bytes(), &[set("f", "q", 1_000, &noise(4096))])
-            .unwrap();
+        e.mutate_row(
+            I,
+            "t",
+            key.as_bytes(),
+            &[set("f", "q", 1_000, &noise(4096))],
+        )
+        .unwrap();
     }
     e.flush().unwrap();
     // Tables only: the journal file is preallocated whatever it holds.

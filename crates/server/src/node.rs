@@ -264,7 +264,18 @@ async fn seal_periodically(
             let store = engine
                 .disk_space()
                 .map_err(almanac_timeseries::Error::from)?;
-            if deleted > 0 && deleted.saturating_mul(COMPACT_WHEN_DELETED_FRACTION) >= store {
+            let compact =
+                deleted > 0 && deleted.saturating_mul(COMPACT_WHEN_DELETED_FRACTION) >= store;
+            if sealed.buckets > 0 {
+                eprintln!(
+                    "almanac: sealed {} closed buckets ({} points, {} row-form bytes deleted; {deleted} since the last compaction, store {store} bytes{})",
+                    sealed.buckets,
+                    sealed.points,
+                    sealed.bytes_removed,
+                    if compact { "; compacting" } else { "" }
+                );
+            }
+            if compact {
                 engine.compact().map_err(almanac_timeseries::Error::from)?;
                 return Ok(0);
             }
