@@ -516,7 +516,7 @@ fn seal_bucket<S: WideColumnStore>(
             .cells
             .iter()
             .filter(|c| &*c.family != BLOCK_FAMILY)
-            .map(|c| exact_delete(c))
+            .map(exact_delete)
             .collect();
         rows.push((row.key.to_vec(), cells));
         ControlFlow::Continue(())
