@@ -543,7 +543,7 @@ fn seal_bucket<S: WideColumnStore>(
     let block_key = block_row(layout, series, start_ns);
     let mut batch: Vec<RowMutations> = rows
         .into_iter()
-        .filter(|(k, _)| *k != block_key)
+        .filter(|(k, m)| *k != block_key && !m.is_empty())
         .map(|(key, mutations)| RowMutations { key, mutations })
         .collect();
     let removed = batch.len() as u64;
