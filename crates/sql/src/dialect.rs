@@ -401,18 +401,30 @@ pub(crate) fn bind_table_arguments(statement: &mut DfStatement, params: &ParamVa
     }
 }
 
+/// A table in FROM written as a call, `name(args…)`: its name and arguments.
+pub(crate) fn table_call(
+    factor: &mut TableFactor,
+) -> Option<(
+    &mut ObjectName,
+    &mut datafusion::sql::sqlparser::ast::TableFunctionArgs,
+)> {
+    match factor {
+        TableFactor::Table {
+            name,
+            args: Some(args),
+            ..
+        } => Some((name, args)),
+        _ => None,
+    }
+}
+
 struct TableArguments<'a>(&'a ParamValues);
 
 impl VisitorMut for TableArguments<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        let TableFactor::Table {
-            name,
-            args: Some(args),
-            ..
-        } = factor
-        else {
+        let Some((name, args)) = table_call(factor) else {
             return ControlFlow::Continue(());
         };
         if !name.to_string().eq_ignore_ascii_case(HISTORY_FUNCTION) {

@@ -79,12 +79,7 @@ impl VisitorMut for TakeQueries {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        let TableFactor::Table {
-            name,
-            args: Some(args),
-            ..
-        } = factor
-        else {
+        let Some((name, args)) = crate::dialect::table_call(factor) else {
             return ControlFlow::Continue(());
         };
         let is_unpack = matches!(name.0.as_slice(), [ObjectNamePart::Identifier(i)]

@@ -285,6 +285,27 @@ impl ScalarUDFImpl for TimeFn {
     }
 }
 
+/// Row by row with each row's time zone (the optional zone argument `tz`; UTC
+/// without it): `f` of the row and its zone, NULL where `null` says so or the zone is.
+fn zoned<T>(
+    rows: usize,
+    tz: Option<&ArrayRef>,
+    null: impl Fn(usize) -> bool,
+    mut f: impl FnMut(usize, &str) -> DfResult<T>,
+) -> DfResult<Vec<Option<T>>> {
+    let tz = tz.map(text_of).transpose()?;
+    let mut out = Vec::with_capacity(rows);
+    for i in 0..rows {
+        if null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
+            out.push(None);
+            continue;
+        }
+        let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
+        out.push(Some(f(i, zone_name)?));
+    }
+    Ok(out)
+}
+
 fn micros_of(a: &ArrayRef) -> DfResult<TimestampMicrosecondArray> {
     Ok(cast(a, &ts_type())?
         .as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>()
@@ -366,16 +387,12 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
                 return Ok(cast(&a[0], &ts_type())?);
             }
             let s = text_of(&a[0])?;
-            let tz = a.get(1).map(text_of).transpose()?;
-            let mut out = Vec::with_capacity(rows);
-            for i in 0..rows {
-                if s.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
-                    out.push(None);
-                    continue;
-                }
-                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
-                out.push(Some(parse_text(name, s.value(i), zone_name)?));
-            }
+            let out = zoned(
+                rows,
+                a.get(1),
+                |i| s.is_null(i),
+                |i, zone_name| parse_text(name, s.value(i), zone_name),
+            )?;
             ts_array(out)
         }
         Op::Add(add) => {
@@ -461,16 +478,12 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
         }
         Op::TimestampTrunc => {
             let (t, part) = (micros_of(&a[0])?, text_of(&a[1])?);
-            let tz = a.get(2).map(text_of).transpose()?;
-            let mut out = Vec::with_capacity(rows);
-            for i in 0..rows {
-                if t.is_null(i) || part.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
-                    out.push(None);
-                    continue;
-                }
-                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
-                out.push(Some(trunc(name, t.value(i), part.value(i), zone_name)?));
-            }
+            let out = zoned(
+                rows,
+                a.get(2),
+                |i| t.is_null(i) || part.is_null(i),
+                |i, z| trunc(name, t.value(i), part.value(i), z),
+            )?;
             ts_array(out)
         }
         Op::DateTrunc => {
@@ -506,16 +519,12 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
         }
         Op::String => {
             let t = micros_of(&a[0])?;
-            let tz = a.get(1).map(text_of).transpose()?;
-            let mut out = Vec::with_capacity(rows);
-            for i in 0..rows {
-                if t.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
-                    out.push(None);
-                    continue;
-                }
-                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
-                out.push(Some(canonical(t.value(i), zone_name)?));
-            }
+            let out = zoned(
+                rows,
+                a.get(1),
+                |i| t.is_null(i),
+                |i, z| canonical(t.value(i), z),
+            )?;
             Arc::new(StringArray::from(out))
         }
         Op::FormatTimestamp | Op::FormatDate => {
@@ -529,36 +538,22 @@ fn eval(name: &str, op: Op, a: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             } else {
                 (micros_of(&a[1])?, false)
             };
-            let tz = a.get(2).map(text_of).transpose()?;
-            let mut out = Vec::with_capacity(rows);
-            for i in 0..rows {
-                if fmt.is_null(i) || t.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
-                    out.push(None);
-                    continue;
-                }
-                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
-                out.push(Some(format(
-                    name,
-                    fmt.value(i),
-                    t.value(i),
-                    zone_name,
-                    date,
-                )?));
-            }
+            let out = zoned(
+                rows,
+                a.get(2),
+                |i| fmt.is_null(i) || t.is_null(i),
+                |i, z| format(name, fmt.value(i), t.value(i), z, date),
+            )?;
             Arc::new(StringArray::from(out))
         }
         Op::ParseTimestamp | Op::ParseDate => {
             let (fmt, s) = (text_of(&a[0])?, text_of(&a[1])?);
-            let tz = a.get(2).map(text_of).transpose()?;
-            let mut out = Vec::with_capacity(rows);
-            for i in 0..rows {
-                if fmt.is_null(i) || s.is_null(i) || tz.as_ref().is_some_and(|z| z.is_null(i)) {
-                    out.push(None);
-                    continue;
-                }
-                let zone_name = tz.as_ref().map_or("UTC", |z| z.value(i));
-                out.push(Some(parse(name, fmt.value(i), s.value(i), zone_name)?));
-            }
+            let out = zoned(
+                rows,
+                a.get(2),
+                |i| fmt.is_null(i) || s.is_null(i),
+                |i, z| parse(name, fmt.value(i), s.value(i), z),
+            )?;
             if op == Op::ParseDate {
                 Arc::new(Date32Array::from(
                     out.into_iter()
