@@ -218,6 +218,33 @@ fn pick(
     }
 }
 
+/// A 1-based position (negative: counted back from the end) in characters of a
+/// STRING `text`, as the same position in bytes; a BYTES position is in bytes already.
+/// A position past either end stays past it.
+fn byte_position(text: Option<&str>, position: i64) -> i64 {
+    let Some(s) = text else {
+        return position;
+    };
+    let len = s.len() as i64;
+    let offset = |chars: i64| {
+        usize::try_from(chars)
+            .ok()
+            .and_then(|c| s.char_indices().nth(c))
+            .map(|(b, _)| b as i64)
+    };
+    match position {
+        0 => 0,
+        p if p > 0 => offset(p - 1).map_or(len + 1, |b| b + 1),
+        p => {
+            let chars = s.chars().count() as i64;
+            match offset(chars + p) {
+                Some(b) => -(len - b),
+                None => -(len + 1),
+            }
+        }
+    }
+}
+
 fn position_args(args: &[ScalarValue]) -> Option<(i64, i64)> {
     let position = args.get(2).map_or(Some(1), int)?;
     let occurrence = args.get(3).map_or(Some(1), int)?;
@@ -231,6 +258,7 @@ fn instr(name: &str, args: &[ScalarValue], _: &DataType) -> DfResult<ScalarValue
         return Ok(ScalarValue::Int64(None));
     };
     let starts = occurrences(hay, needle);
+    let position = byte_position(text(&args[0]), position);
     let found = pick(name, &starts, hay.len(), position, occurrence)?;
     let at = found.map_or(0, |i| starts[i] + 1);
     // STRING positions count characters.
@@ -320,6 +348,7 @@ fn regexp_substr(name: &str, args: &[ScalarValue], _: &DataType) -> DfResult<Sca
     if position < 1 {
         return exec_err!("{name}: position must be at least 1, got {position}");
     }
+    let position = byte_position(text(&args[0]), position);
     let from = usize::try_from(position - 1).unwrap_or(usize::MAX);
     if from > value.len() {
         return Ok(like_first(&args[0], None));
@@ -789,6 +818,16 @@ mod tests {
         assert_eq!(i(&[s("banana"), s("an"), n(-3), n(2)]), n(2));
         assert_eq!(i(&[s("banana"), s("ann")]), n(0));
         assert_eq!(i(&[s("héllo"), s("l")]), n(3));
+        // STRING positions count characters, both ways.
+        assert_eq!(i(&[s("héllo"), s("l"), n(4)]), n(4));
+        assert_eq!(i(&[s("héllo"), s("é"), n(-4)]), n(2));
+        assert_eq!(i(&[s("héllo"), s("é"), n(-3)]), n(2));
+        assert_eq!(i(&[s("héllo"), s("o"), n(-2)]), n(0));
+        assert_eq!(i(&[s("héllo"), s("o"), n(9)]), n(0));
+        assert_eq!(i(&[s("héllo"), s("h"), n(-9)]), n(0));
+        let r = |p: i64| call(regexp_substr, "regexp_substr", &[s("héllo"), s("l+"), n(p)]);
+        assert_eq!(r(4), s("l"));
+        assert_eq!(r(3), s("ll"));
         assert!(instr("instr", &[s("a"), s("a"), n(0)], &DataType::Int64).is_err());
     }
 
