@@ -56,7 +56,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 
-/// The longest regular expression `regexp_contains` / `regexp_extract` compile.
+/// The longest regular expression the GoogleSQL `REGEXP_` functions compile.
 const MAX_PATTERN_BYTES: usize = 20 * 1024;
 
 /// Registers GoogleSQL's own functions (GoogleSQL's session only): dates and
@@ -806,8 +806,35 @@ enum Pattern {
     Text(regex::Regex),
 }
 
+impl Pattern {
+    /// Each match in `v[from..]`, as the span in `v` of its one capturing group when the
+    /// pattern has one (None where the group took no part), else of the whole match.
+    /// A text pattern reads `v` as UTF-8, and `from` is a character boundary.
+    fn spans(&self, v: &[u8], from: usize) -> Vec<Option<std::ops::Range<usize>>> {
+        let shift = |m: Option<std::ops::Range<usize>>| m.map(|r| r.start + from..r.end + from);
+        match self {
+            Self::Bytes(r) => r
+                .captures_iter(&v[from..])
+                .map(|c| shift(c.get(c.len() - 1).map(|m| m.range())))
+                .collect(),
+            Self::Text(r) => std::str::from_utf8(&v[from..])
+                .map(|h| {
+                    r.captures_iter(h)
+                        .map(|c| shift(c.get(c.len() - 1).map(|m| m.range())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
 fn compile(op: Op, pattern: &[u8], text: bool) -> DfResult<Pattern> {
-    let name = op.name();
+    compile_pattern(op.name(), pattern, text, op == Op::RegexpExtract)
+}
+
+/// `pattern` compiled for STRING values (`text`: Unicode) or BYTES (byte by byte);
+/// with `one_group`, a pattern of more than one capturing group is refused.
+fn compile_pattern(name: &str, pattern: &[u8], text: bool, one_group: bool) -> DfResult<Pattern> {
     if pattern.len() > MAX_PATTERN_BYTES {
         return exec_err!(
             "{name}: the pattern is {} bytes, over the limit of {MAX_PATTERN_BYTES}",
@@ -830,7 +857,7 @@ fn compile(op: Op, pattern: &[u8], text: bool) -> DfResult<Pattern> {
         Pattern::Bytes(r) => r.captures_len(),
         Pattern::Text(r) => r.captures_len(),
     };
-    if op == Op::RegexpExtract && groups > 2 {
+    if one_group && groups > 2 {
         return exec_err!("{name}: the pattern may have at most one capturing group");
     }
     Ok(pattern)

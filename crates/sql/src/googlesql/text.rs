@@ -27,8 +27,6 @@ use super::rowwise::{
     self, Def, arity, bytes, bytes_type, elements, int, int_type, list_of, text, text_type,
 };
 
-/// The longest regular expression the functions compile.
-const MAX_PATTERN_BYTES: usize = 20 * 1024;
 /// The longest text `FORMAT` writes.
 const MAX_FORMAT_BYTES: usize = 1024 * 1024;
 
@@ -270,69 +268,48 @@ fn instr(name: &str, args: &[ScalarValue], _: &DataType) -> DfResult<ScalarValue
 }
 
 thread_local! {
-    /// The last pattern compiled on this thread, so a column of one pattern compiles once.
-    static LAST: RefCell<Option<(String, regex::bytes::Regex)>> = const { RefCell::new(None) };
+    /// The last pattern compiled on this thread (its text and kind), so a column of one
+    /// pattern compiles once.
+    static LAST: RefCell<Option<(Vec<u8>, bool, super::Pattern)>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with `pattern` compiled.
-fn with_regex<T>(
+/// The texts of the matches of `pattern` in `value[from..]`: each match's one capturing
+/// group ('' where it took no part), or the whole match. `text`: STRING values.
+fn matches(
     name: &str,
     pattern: &[u8],
-    f: impl FnOnce(&regex::bytes::Regex) -> DfResult<T>,
-) -> DfResult<T> {
-    let Ok(pattern) = std::str::from_utf8(pattern) else {
-        return exec_err!("{name}: the regular expression is not UTF-8");
-    };
+    value: &[u8],
+    from: usize,
+    text: bool,
+) -> DfResult<Vec<Vec<u8>>> {
     LAST.with(|last| {
         let mut last = last.borrow_mut();
-        if last.as_ref().is_none_or(|(p, _)| p != pattern) {
-            let re = regex::bytes::RegexBuilder::new(pattern)
-                .size_limit(MAX_PATTERN_BYTES * 64)
-                .build();
-            match re {
-                Ok(re) if pattern.len() <= MAX_PATTERN_BYTES => {
-                    *last = Some((pattern.to_string(), re));
-                }
-                Ok(_) => {
-                    return exec_err!(
-                        "{name}: the regular expression is longer than {MAX_PATTERN_BYTES} bytes"
-                    );
-                }
-                Err(e) => return exec_err!("{name}: invalid regular expression: {e}"),
-            }
+        if last
+            .as_ref()
+            .is_none_or(|(p, t, _)| p.as_slice() != pattern || *t != text)
+        {
+            let compiled = super::compile_pattern(name, pattern, text, true)?;
+            *last = Some((pattern.to_vec(), text, compiled));
         }
-        match last.as_ref() {
-            Some((_, re)) => f(re),
-            None => exec_err!("{name}: no regular expression"),
-        }
+        let Some((_, _, compiled)) = last.as_ref() else {
+            return exec_err!("{name}: no regular expression");
+        };
+        Ok(compiled
+            .spans(value, from)
+            .into_iter()
+            .map(|span| span.map_or_else(Vec::new, |r| value[r].to_vec()))
+            .collect())
     })
-}
-
-/// A match's text: the whole match, or its one capturing group.
-fn matched<'h>(
-    name: &str,
-    re: &regex::bytes::Regex,
-    c: &regex::bytes::Captures<'h>,
-) -> DfResult<Option<&'h [u8]>> {
-    match re.captures_len() {
-        1 => Ok(c.get(0).map(|m| m.as_bytes())),
-        2 => Ok(Some(c.get(1).map_or(&b""[..], |m| m.as_bytes()))),
-        n => exec_err!(
-            "{name}: the regular expression has {} capturing groups; at most 1 is allowed",
-            n - 1
-        ),
-    }
 }
 
 fn regexp_extract_all(name: &str, args: &[ScalarValue], out: &DataType) -> DfResult<ScalarValue> {
     let (Some(value), Some(pattern)) = (raw(&args[0]), raw(&args[1])) else {
         return rowwise::null(out);
     };
-    let found = with_regex(name, pattern, |re| {
-        re.captures_iter(value)
-            .map(|c| matched(name, re, &c).map(|m| like_first(&args[0], m.map(<[u8]>::to_vec))))
-            .collect::<DfResult<Vec<_>>>()
-    })?;
+    let found: Vec<_> = matches(name, pattern, value, 0, text(&args[0]).is_some())?
+        .into_iter()
+        .map(|m| like_first(&args[0], Some(m)))
+        .collect();
     let element = rowwise::element_type(out)
         .cloned()
         .unwrap_or(DataType::Utf8);
@@ -353,13 +330,10 @@ fn regexp_substr(name: &str, args: &[ScalarValue], _: &DataType) -> DfResult<Sca
     if from > value.len() {
         return Ok(like_first(&args[0], None));
     }
-    let found = with_regex(name, pattern, |re| {
-        let n = usize::try_from(occurrence.max(1) - 1).unwrap_or(usize::MAX);
-        match re.captures_iter(&value[from..]).nth(n) {
-            Some(c) => matched(name, re, &c).map(|m| m.map(<[u8]>::to_vec)),
-            None => Ok(None),
-        }
-    })?;
+    let n = usize::try_from(occurrence.max(1) - 1).unwrap_or(usize::MAX);
+    let found = matches(name, pattern, value, from, text(&args[0]).is_some())?
+        .into_iter()
+        .nth(n);
     Ok(like_first(&args[0], found))
 }
 
