@@ -490,12 +490,11 @@ fn seal_bucket<S: WideColumnStore>(
     let mut failure = None;
     let mut bytes_removed = 0u64;
     store.read_rows(&meta.store_table, req, &mut |row| {
-        bytes_removed += row
-            .cells
-            .iter()
-            .filter(|c| &*c.family != BLOCK_FAMILY)
-            .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
-            .sum::<u64>();
+        let mut deletes = Vec::with_capacity(row.cells.len());
+        for c in row.cells.iter().filter(|c| &*c.family != BLOCK_FAMILY) {
+            bytes_removed += (row.key.len() + c.qualifier.len() + c.value.len()) as u64;
+            deletes.push(exact_delete(c));
+        }
         match decode_row(&meta, &row, now_us) {
             Ok(decoded) => {
                 for p in decoded {
@@ -512,13 +511,7 @@ fn seal_bucket<S: WideColumnStore>(
                 return ControlFlow::Break(());
             }
         }
-        let cells = row
-            .cells
-            .iter()
-            .filter(|c| &*c.family != BLOCK_FAMILY)
-            .map(exact_delete)
-            .collect();
-        rows.push((row.key.to_vec(), cells));
+        rows.push((row.key.to_vec(), deletes));
         ControlFlow::Continue(())
     })?;
     if let Some(e) = failure {
