@@ -9,6 +9,7 @@
 //! - `SAFE.f(…)`, which the rewrite before parsing turns into `__safe(f(…))`, becomes `f`
 //!   answering NULL for a row where it would fail.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, new_null_array};
@@ -17,7 +18,7 @@ use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult as _, TreeNode as _};
-use datafusion::common::{DFSchema, ScalarValue, exec_err};
+use datafusion::common::{DFSchema, DFSchemaRef, ScalarValue, exec_err};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
@@ -41,7 +42,7 @@ impl AnalyzerRule for Semantics {
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
         plan.transform_up_with_subqueries(|node| {
-            let schema = input_schema(&node);
+            let schema = InputSchema::of(&node);
             let names = NamePreserver::new(&node);
             node.map_expressions(|e| {
                 let saved = names.save(&e);
@@ -57,24 +58,48 @@ impl AnalyzerRule for Semantics {
     }
 }
 
-/// The schema a node's expressions are typed against: its inputs' together.
-fn input_schema(node: &LogicalPlan) -> DFSchema {
-    let inputs = node.inputs();
-    let Some((first, rest)) = inputs.split_first() else {
-        return node.schema().as_ref().clone();
-    };
-    let mut schema = first.schema().as_ref().clone();
-    for other in rest {
-        schema.merge(other.schema());
+/// The schema a node's expressions are typed against: its inputs' together (its own
+/// for a leaf), merged only when an expression that may change needs its type.
+struct InputSchema {
+    parts: Vec<DFSchemaRef>,
+    merged: OnceCell<DFSchema>,
+}
+
+impl InputSchema {
+    fn of(node: &LogicalPlan) -> Self {
+        let mut parts: Vec<DFSchemaRef> = node
+            .inputs()
+            .iter()
+            .map(|i| Arc::clone(i.schema()))
+            .collect();
+        if parts.is_empty() {
+            parts.push(Arc::clone(node.schema()));
+        }
+        Self {
+            parts,
+            merged: OnceCell::new(),
+        }
     }
-    schema
+
+    fn get(&self) -> &DFSchema {
+        if let [only] = self.parts.as_slice() {
+            return only;
+        }
+        self.merged.get_or_init(|| {
+            let mut schema = DFSchema::empty();
+            for part in &self.parts {
+                schema.merge(part);
+            }
+            schema
+        })
+    }
 }
 
-fn is_int64(e: &Expr, schema: &DFSchema) -> bool {
-    matches!(e.get_type(schema), Ok(DataType::Int64))
+fn is_int64(e: &Expr, schema: &InputSchema) -> bool {
+    matches!(e.get_type(schema.get()), Ok(DataType::Int64))
 }
 
-fn rewrite(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+fn rewrite(e: Expr, schema: &InputSchema) -> DfResult<Transformed<Expr>> {
     Ok(match e {
         Expr::BinaryExpr(BinaryExpr { left, op, right })
             if matches!(op, Operator::Plus | Operator::Minus | Operator::Multiply)
@@ -117,8 +142,8 @@ fn rewrite(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
 }
 
 /// A cast GoogleSQL does differently, rewritten (`Ok`), or the operand back (`Err`).
-fn retyped(x: Expr, to: &DataType, schema: &DFSchema) -> Result<Expr, Expr> {
-    let Ok(from) = x.get_type(schema) else {
+fn retyped(x: Expr, to: &DataType, schema: &InputSchema) -> Result<Expr, Expr> {
+    let Ok(from) = x.get_type(schema.get()) else {
         return Err(x);
     };
     if from.is_floating() && to.is_integer() {
