@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// disk that long. 0 deletes at once.
     #[arg(long, default_value_t = DEFAULT_UNDELETE_WINDOW_SECS)]
     undelete_window_secs: u64,
+    /// Where the error reports of scheduled queries and batch-load tasks go, in
+    /// place of S3: BUCKET/PREFIX/… under this directory. Default: DATA_DIR/reports.
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -62,6 +66,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         seal_quiet: Duration::from_secs(args.seal_quiet_secs),
         undelete_window: Duration::from_secs(args.undelete_window_secs),
         timestream_advertise: args.timestream_advertise,
+        report_dir: args.report_dir,
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

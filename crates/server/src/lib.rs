@@ -107,6 +107,9 @@ pub enum ServeError {
     /// The SQL engine could not start.
     #[error("starting the SQL engine")]
     Sql(#[from] almanac_sql::Error),
+    /// The scheduled queries could not be loaded.
+    #[error("loading the scheduled queries")]
+    Jobs(#[from] almanac_jobs::Error),
     /// The Timestream endpoint's transport failed.
     #[error("timestream endpoint: {0}")]
     Timestream(std::io::Error),

@@ -68,7 +68,13 @@ pub struct NodeConfig {
     /// DescribeEndpoints (`host:port`, or a URL with its scheme); `None`: the bound
     /// address ([`crate::timestream::advertised`]).
     pub timestream_advertise: Option<String>,
+    /// Where error reports of scheduled queries and batch loads go; `None`:
+    /// [`REPORTS_DIR`] under the data directory.
+    pub report_dir: Option<PathBuf>,
 }
+
+/// The report directory under a data directory, by default.
+pub const REPORTS_DIR: &str = "reports";
 
 impl NodeConfig {
     /// A node over `data_dir` on the given addresses, with the default durability
@@ -87,6 +93,7 @@ impl NodeConfig {
             ),
             on_warning: None,
             timestream_advertise: None,
+            report_dir: None,
         }
     }
 }
@@ -96,6 +103,7 @@ pub struct Node {
     engine: Engine,
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<SqlEngine>,
+    scheduled: Arc<almanac_jobs::ScheduledQueries>,
     grpc: Bound,
     grpc_addr: SocketAddr,
     timestream: TcpListener,
@@ -120,7 +128,9 @@ impl Node {
             undelete_window,
             on_warning,
             timestream_advertise,
+            report_dir,
         } = config;
+        let report_dir = report_dir.unwrap_or_else(|| data_dir.join(REPORTS_DIR));
         let options = Options {
             durability,
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
@@ -138,16 +148,23 @@ impl Node {
         let timestream_addr = timestream
             .local_addr()
             .map_err(bind_error(timestream_addr))?;
-        let (engine, ts, sql) = tokio::task::spawn_blocking(move || {
+        let (engine, ts, sql, scheduled) = tokio::task::spawn_blocking(move || {
             let (engine, ts) = open_store(&data_dir, options)?;
             let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
-            Ok::<_, ServeError>((engine, ts, sql))
+            let scheduled = Arc::new(almanac_jobs::ScheduledQueries::open(
+                sql.clone(),
+                ts.clone(),
+                Arc::new(SystemClock),
+                report_dir,
+            )?);
+            Ok::<_, ServeError>((engine, ts, sql, scheduled))
         })
         .await??;
         Ok(Self {
             engine,
             ts,
             sql,
+            scheduled,
             grpc,
             grpc_addr,
             timestream,
@@ -188,6 +205,7 @@ impl Node {
         let http = tokio::spawn(crate::timestream::serve(
             self.ts,
             self.sql.clone(),
+            self.scheduled,
             self.timestream,
             self.timestream_advertise,
             stopped(stop_rx),

@@ -63,7 +63,7 @@ pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
 pub use seal::SealStats;
 pub use store::{EmbeddedStore, WideColumnStore};
-pub use tags::{Resource, Tag};
+pub use tags::{Resource, Tag, check as check_tags};
 pub use write::WriteOutcome;
 
 /// The Bigtable instance that holds the time-series tables of `almanac serve`.

@@ -30,6 +30,7 @@ mod query_wire;
 pub mod records_json;
 mod results;
 mod scalar;
+mod scheduled_ops;
 mod wire;
 mod write_ops;
 
@@ -70,6 +71,8 @@ pub struct App {
     pub ts: Arc<TimeSeries<EmbeddedStore>>,
     /// SQL over the same tables (the Query API).
     pub sql: Arc<almanac_sql::SqlEngine>,
+    /// Scheduled queries.
+    pub scheduled: Arc<almanac_jobs::ScheduledQueries>,
     /// The address DescribeEndpoints answers: a URL with its scheme
     /// ([`advertised`]).
     pub address: String,
@@ -133,6 +136,9 @@ pub enum OpError {
     /// The SQL engine refused or failed.
     #[error(transparent)]
     Sql(#[from] almanac_sql::Error),
+    /// A scheduled query or batch-load task was refused or failed.
+    #[error(transparent)]
+    Jobs(#[from] almanac_jobs::Error),
     /// A `NextToken` or `QueryId` that cannot be served.
     #[error(transparent)]
     Page(#[from] results::PageError),
@@ -181,6 +187,7 @@ pub fn api_error(e: OpError) -> ApiError {
     match e {
         OpError::Series(e) => series_error(e),
         OpError::Sql(e) => sql_error(e),
+        OpError::Jobs(e) => jobs_error(e),
         OpError::Page(e @ results::PageError::Cancelled(_)) => {
             ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
         }
@@ -234,6 +241,27 @@ fn sql_error(e: almanac_sql::Error) -> ApiError {
         S::ResourcesExhausted(m) => query_execution(m),
         e @ S::Execution(_) => query_execution(e.to_string()),
         e @ S::Store(_) => internal(e.to_string()),
+    }
+}
+
+fn jobs_error(e: almanac_jobs::Error) -> ApiError {
+    use almanac_jobs::Error as J;
+    match e {
+        J::Validation(m) => ApiError::validation(m),
+        e @ J::NotFound { .. } => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "ResourceNotFoundException",
+            e.to_string(),
+        ),
+        J::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "ConflictException", m),
+        J::Quota(m) => ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "ServiceQuotaExceededException",
+            m,
+        ),
+        J::Series(e) => series_error(e),
+        J::Sql(e) => sql_error(e),
+        e @ (J::Store(_) | J::Internal(_)) => internal(e.to_string()),
     }
 }
 
@@ -376,15 +404,22 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
         ));
     }
     let query_op = query_ops::QueryOp::named(op);
+    let scheduled_op = scheduled_ops::ScheduledOp::named(op);
     let cx = match RequestContext::from_headers(&headers) {
         Ok(cx) => cx,
-        Err(e) if query_op.is_some() => {
+        Err(e) if query_op.is_some() || scheduled_op.is_some() => {
             return api_error(e).into_response_in(QUERY_ERROR_NAMESPACE);
         }
         Err(e) => return api_error(e).into_response(),
     };
     if let Some(query_op) = query_op {
         return match query_ops::handle(&app, &cx, query_op, &body).await {
+            Ok(text) => json_response(StatusCode::OK, text),
+            Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
+        };
+    }
+    if let Some(op) = scheduled_op {
+        return match scheduled_ops::handle(&app, &cx, op, &body).await {
             Ok(text) => json_response(StatusCode::OK, text),
             Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
         };
@@ -471,17 +506,21 @@ fn routable_ip(v6: bool) -> Option<std::net::IpAddr> {
 }
 
 /// Serves the endpoint on `listener` until `shutdown` resolves; DescribeEndpoints
-/// answers `address` ([`advertised`]).
+/// answers `address` ([`advertised`]). Scheduled queries run while it serves
+/// ([`almanac_jobs::scheduled`]).
 pub async fn serve(
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<almanac_sql::SqlEngine>,
+    scheduled: Arc<almanac_jobs::ScheduledQueries>,
     listener: TcpListener,
     address: String,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let scheduler = tokio::spawn(run_scheduler(Arc::clone(&scheduled)));
     let app = Arc::new(App {
         ts,
         sql,
+        scheduled,
         address,
         results: Mutex::new(results::ResultCache::new(
             results::Limits::default(),
@@ -495,9 +534,23 @@ pub async fn serve(
     let router = Router::new()
         .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
-    axum::serve(listener, router)
+    let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    scheduler.abort();
+    served
+}
+
+/// Runs due scheduled queries every [`almanac_jobs::scheduled::TICK_MS`].
+async fn run_scheduler(queries: Arc<almanac_jobs::ScheduledQueries>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(
+        almanac_jobs::scheduled::TICK_MS,
+    ));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        queries.run_due().await;
+    }
 }
 
 #[cfg(test)]

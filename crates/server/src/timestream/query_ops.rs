@@ -31,8 +31,8 @@
 //! and `Parameters`: `@scheduled_runtime`, a TIMESTAMP, when the query names it (it
 //! is planned with the current time in its place).
 //!
-//! The other operations of the service (scheduled queries, account settings, tags)
-//! answer a `ValidationException` naming the operation.
+//! Scheduled queries and account settings are served by
+//! [`scheduled_ops`](super::scheduled_ops).
 
 use std::time::Instant;
 
@@ -68,22 +68,7 @@ pub enum QueryOp {
     CancelQuery,
     /// `PrepareQuery`.
     PrepareQuery,
-    /// An operation of the service Almanac does not implement.
-    NotImplemented(&'static str),
 }
-
-/// Operations of `timestream-query` that answer "not implemented" (tagging, which
-/// both services have, is served by the write side: databases and tables).
-const NOT_IMPLEMENTED: [&str; 8] = [
-    "CreateScheduledQuery",
-    "DeleteScheduledQuery",
-    "DescribeScheduledQuery",
-    "ExecuteScheduledQuery",
-    "ListScheduledQueries",
-    "UpdateScheduledQuery",
-    "DescribeAccountSettings",
-    "UpdateAccountSettings",
-];
 
 impl QueryOp {
     /// The query operation named `op`, if it is one (`DescribeEndpoints` is served
@@ -93,10 +78,7 @@ impl QueryOp {
             "Query" => Some(Self::Query),
             "CancelQuery" => Some(Self::CancelQuery),
             "PrepareQuery" => Some(Self::PrepareQuery),
-            _ => NOT_IMPLEMENTED
-                .iter()
-                .find(|n| **n == op)
-                .map(|n| Self::NotImplemented(n)),
+            _ => None,
         }
     }
 }
@@ -118,12 +100,10 @@ pub async fn handle(
         QueryOp::Query => query(app, cx, &req).await,
         QueryOp::CancelQuery => cancel_query(app, &req),
         QueryOp::PrepareQuery => prepare_query(app, cx, &req).await,
-        QueryOp::NotImplemented(name) => Err(OpError::NotImplemented(name.to_string())),
     }
 }
 
-/// The parameter of scheduled queries, as queries name it.
-const SCHEDULED_RUNTIME: &str = "@scheduled_runtime";
+use almanac_jobs::scheduled::run::SCHEDULED_RUNTIME;
 
 /// `PrepareQuery` (see the module docs).
 async fn prepare_query(
@@ -143,13 +123,10 @@ async fn prepare_query(
     };
     let scheduled = sql.contains(SCHEDULED_RUNTIME);
     let params = scheduled.then(|| {
-        let now = std::time::SystemTime::now()
+        let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        datafusion::common::ParamValues::from(vec![(
-            SCHEDULED_RUNTIME[1..].to_string(),
-            datafusion::common::ScalarValue::TimestampNanosecond(Some(now), None),
-        )])
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        almanac_jobs::scheduled::run::parameters(now_ms)
     });
     let prepared = app.sql.prepare(sql, &scope, params).await?;
     let columns = query_wire::column_infos(&prepared.schema).map_err(OpError::Result)?;
