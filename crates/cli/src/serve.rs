@@ -51,10 +51,12 @@ pub struct ServeArgs {
     /// disk that long. 0 deletes at once.
     #[arg(long, default_value_t = DEFAULT_UNDELETE_WINDOW_SECS)]
     undelete_window_secs: u64,
-    /// Where the error reports of scheduled queries and batch-load tasks go, in
-    /// place of S3: BUCKET/PREFIX/… under this directory. Default: DATA_DIR/reports.
+    /// The directory that stands in for S3: bucket B is its subdirectory B. Batch
+    /// loads read their CSV files there (or from a BucketName of file:///DIR), and
+    /// scheduled queries and batch loads write their error reports there.
+    /// Default: DATA_DIR/buckets.
     #[arg(long)]
-    report_dir: Option<PathBuf>,
+    bucket_dir: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -66,7 +68,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         seal_quiet: Duration::from_secs(args.seal_quiet_secs),
         undelete_window: Duration::from_secs(args.undelete_window_secs),
         timestream_advertise: args.timestream_advertise,
-        report_dir: args.report_dir,
+        bucket_dir: args.bucket_dir,
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

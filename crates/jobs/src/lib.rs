@@ -12,8 +12,9 @@
 //!    DescribeScheduledQuery.
 //!
 //! Invariants: a definition is in the store before it is answered; runs of one
-//! query never overlap; reports are written only under the report directory.
+//! query never overlap; reports are written only under the bucket directory.
 
+pub mod batch;
 mod error;
 pub mod mapping;
 pub mod report;
@@ -21,5 +22,6 @@ pub mod scheduled;
 pub mod sink;
 mod stored;
 
+pub use batch::BatchLoads;
 pub use error::{Error, Result};
 pub use scheduled::{ScheduledQueries, State as ScheduledQueryState};

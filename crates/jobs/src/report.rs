@@ -1,27 +1,24 @@
 //! Error reports: where Timestream writes a JSON report to the S3 bucket and prefix a
-//! job names, Almanac writes the same file under its report directory
-//! (`serve --report-dir`, default `DATA_DIR/reports`):
-//! `REPORT_DIR/BUCKET/PREFIX/OBJECT` with the object key a job gives. The report is
-//! `{"reportId": …, "errors": [{"reason": …, "rows": [{"row": N, "reason": …}]}]}`.
+//! job names, Almanac writes the same file under its bucket directory
+//! (`serve --bucket-dir`, default `DATA_DIR/buckets`):
+//! `BUCKET_DIR/BUCKET/PREFIX/OBJECT` with the object key a job gives, in the shape
+//! of the job's report.
 
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::json;
-
 use crate::error::{Error, Result};
-use crate::sink::Rejection;
 
 /// Where a report went: `BucketName` and `ObjectKey`, as Timestream names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
-    /// The bucket (a directory under the report directory).
+    /// The bucket (a directory under the bucket directory).
     pub bucket: String,
     /// The object key (a path under the bucket).
     pub key: String,
 }
 
 /// Whether `part` is a plain relative path: no `..`, no root, so that a bucket or
-/// prefix cannot write outside the report directory.
+/// prefix cannot write outside the bucket directory.
 fn relative(part: &str) -> bool {
     Path::new(part)
         .components()
@@ -32,7 +29,7 @@ fn relative(part: &str) -> bool {
 pub fn check_destination(bucket: &str, prefix: Option<&str>) -> Result<()> {
     if bucket.is_empty() || bucket.contains('/') || !relative(bucket) {
         return Err(Error::invalid(format!(
-            "BucketName {bucket:?} must be a single path component: Almanac writes reports to REPORT_DIR/BUCKET/PREFIX."
+            "BucketName {bucket:?} must be a single path component: Almanac writes reports to BUCKET_DIR/BUCKET/PREFIX."
         )));
     }
     if let Some(p) = prefix
@@ -46,24 +43,19 @@ pub fn check_destination(bucket: &str, prefix: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Writes a report of `reason` and `rows` to `dir/bucket/prefix/name` and says where.
+/// Writes `body` to `dir/bucket/prefix/name` and says where.
 pub fn write(
     dir: &Path,
     bucket: &str,
     prefix: Option<&str>,
     name: &str,
-    reason: &str,
-    rows: &[Rejection],
+    body: &serde_json::Value,
 ) -> Result<Location> {
     let key = match prefix.filter(|p| !p.is_empty()) {
         Some(p) => format!("{}/{name}", p.trim_end_matches('/')),
         None => name.to_string(),
     };
     let path: PathBuf = dir.join(bucket).join(&key);
-    let body = json!({
-        "reportId": name,
-        "errors": [{ "reason": reason, "rows": rows }],
-    });
     let io = |e: std::io::Error| {
         Error::Internal(format!("writing the error report {}: {e}", path.display()))
     };
@@ -83,7 +75,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn destinations_stay_inside_the_report_directory() {
+    fn destinations_stay_inside_the_bucket_directory() {
         assert!(check_destination("b", Some("a/b/")).is_ok());
         assert!(check_destination("b", None).is_ok());
         for (b, p) in [
@@ -96,7 +88,8 @@ mod tests {
             assert!(check_destination(b, p).is_err(), "{b} {p:?}");
         }
         let dir = tempfile::tempdir().unwrap();
-        let at = write(dir.path(), "b", Some("p/"), "r1.json", "boom", &[]).unwrap();
+        let body = serde_json::json!({"reason": "boom"});
+        let at = write(dir.path(), "b", Some("p/"), "r1.json", &body).unwrap();
         assert_eq!(at.key, "p/r1.json");
         let text = std::fs::read_to_string(dir.path().join("b/p/r1.json")).unwrap();
         assert!(text.contains("boom"), "{text}");

@@ -4,13 +4,13 @@
 
 use almanac_timeseries::limits::MAX_RECORDS_PER_WRITE;
 use almanac_timeseries::{EmbeddedStore, Error as SeriesError, Record, TimeSeries};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::mapping::Model;
 
 /// A row that was not written, or not wholly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rejection {
     /// The row's number: its line in a file, its position in a result (from 1).
@@ -26,9 +26,11 @@ pub struct Written {
     pub records: u64,
     /// Rows read.
     pub rows: u64,
-    /// Rows refused, wholly or in part (counted even past [`MAX_REJECTIONS_KEPT`]).
-    pub rejected_rows: u64,
-    /// The first [`MAX_REJECTIONS_KEPT`] of them, with their reasons.
+    /// Rows the mapping could not read (no time, no measure name).
+    pub parse_failures: u64,
+    /// Records the table refused (bad values, outside retention, version conflicts).
+    pub ingestion_failures: u64,
+    /// The first [`MAX_REJECTIONS_KEPT`] refusals of either kind, with their reasons.
     pub rejected: Vec<Rejection>,
 }
 
@@ -37,6 +39,19 @@ pub struct Written {
 pub const MAX_REJECTIONS_KEPT: usize = 1000;
 
 impl Written {
+    /// Whether anything was refused.
+    pub fn any_refused(&self) -> bool {
+        self.parse_failures + self.ingestion_failures > 0
+    }
+
+    /// The refusals in one sentence.
+    pub fn refusals(&self) -> String {
+        format!(
+            "{} rows could not be mapped to records and {} records were refused",
+            self.parse_failures, self.ingestion_failures
+        )
+    }
+
     fn reject(&mut self, row: u64, reason: String) {
         if self.rejected.len() < MAX_REJECTIONS_KEPT {
             self.rejected.push(Rejection { row, reason });
@@ -44,48 +59,54 @@ impl Written {
     }
 }
 
-/// Writes `rows` (cells as text, `None` for null; row numbers from `first_row`)
-/// into `db.table` through `model`, with `version` on every record (`None`: the
-/// default of 1). Adds to `out`; fails only when the table cannot be written at all.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the target, the rows and the tally of one write"
-)]
+/// Where rows go: a table, the mapping into it, and the version of every record
+/// (`None`: the default of 1).
+#[derive(Debug, Clone, Copy)]
+pub struct Destination<'a> {
+    /// Database.
+    pub database: &'a str,
+    /// Table.
+    pub table: &'a str,
+    /// The mapping.
+    pub model: &'a Model,
+    /// Version of every record.
+    pub version: Option<i64>,
+}
+
+/// Writes `rows` (cells as text, `None` for null; `numbers[i]` is row `i`'s line or
+/// position, for reports) into `to`. Adds to `out`; fails only when the table cannot
+/// be written at all.
 pub fn write_rows(
     ts: &TimeSeries<EmbeddedStore>,
-    db: &str,
-    table: &str,
-    model: &Model,
+    to: Destination<'_>,
     rows: &[Vec<Option<String>>],
-    first_row: u64,
-    version: Option<i64>,
+    numbers: &[u64],
     out: &mut Written,
 ) -> Result<()> {
     let mut records: Vec<Record<'_>> = Vec::new();
     let mut origin: Vec<u64> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        let n = first_row + i as u64;
+        let n = numbers.get(i).copied().unwrap_or_default();
         out.rows += 1;
-        match model.records(row) {
+        match to.model.records(row) {
             Ok(rs) => {
                 for mut r in rs {
-                    r.version = version;
+                    r.version = to.version;
                     records.push(r);
                     origin.push(n);
                 }
             }
             Err(reason) => {
-                out.rejected_rows += 1;
+                out.parse_failures += 1;
                 out.reject(n, reason);
             }
         }
     }
-    let mut last_rejected = None;
     for (chunk, rows_of) in records
         .chunks(MAX_RECORDS_PER_WRITE)
         .zip(origin.chunks(MAX_RECORDS_PER_WRITE))
     {
-        let outcome = match ts.write_records_outcome(db, table, None, chunk) {
+        let outcome = match ts.write_records_outcome(to.database, to.table, None, chunk) {
             Ok(o) => o,
             Err(SeriesError::Rejected(list)) => almanac_timeseries::WriteOutcome {
                 ingested: Default::default(),
@@ -95,12 +116,8 @@ pub fn write_rows(
         };
         out.records += outcome.ingested.total;
         for r in outcome.rejected {
-            let n = rows_of.get(r.index).copied().unwrap_or(first_row);
-            if last_rejected != Some(n) {
-                out.rejected_rows += 1;
-                last_rejected = Some(n);
-            }
-            out.reject(n, r.reason);
+            out.ingestion_failures += 1;
+            out.reject(rows_of.get(r.index).copied().unwrap_or_default(), r.reason);
         }
     }
     Ok(())

@@ -68,13 +68,14 @@ pub struct NodeConfig {
     /// DescribeEndpoints (`host:port`, or a URL with its scheme); `None`: the bound
     /// address ([`crate::timestream::advertised`]).
     pub timestream_advertise: Option<String>,
-    /// Where error reports of scheduled queries and batch loads go; `None`:
-    /// [`REPORTS_DIR`] under the data directory.
-    pub report_dir: Option<PathBuf>,
+    /// The directory that stands in for S3: bucket `B` is its subdirectory `B`.
+    /// Batch loads read there and error reports of scheduled queries and batch loads
+    /// are written there. `None`: [`BUCKETS_DIR`] under the data directory.
+    pub bucket_dir: Option<PathBuf>,
 }
 
-/// The report directory under a data directory, by default.
-pub const REPORTS_DIR: &str = "reports";
+/// The bucket directory under a data directory, by default.
+pub const BUCKETS_DIR: &str = "buckets";
 
 impl NodeConfig {
     /// A node over `data_dir` on the given addresses, with the default durability
@@ -93,7 +94,7 @@ impl NodeConfig {
             ),
             on_warning: None,
             timestream_advertise: None,
-            report_dir: None,
+            bucket_dir: None,
         }
     }
 }
@@ -104,6 +105,7 @@ pub struct Node {
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<SqlEngine>,
     scheduled: Arc<almanac_jobs::ScheduledQueries>,
+    batch: Arc<almanac_jobs::BatchLoads>,
     grpc: Bound,
     grpc_addr: SocketAddr,
     timestream: TcpListener,
@@ -128,9 +130,9 @@ impl Node {
             undelete_window,
             on_warning,
             timestream_advertise,
-            report_dir,
+            bucket_dir,
         } = config;
-        let report_dir = report_dir.unwrap_or_else(|| data_dir.join(REPORTS_DIR));
+        let bucket_dir = bucket_dir.unwrap_or_else(|| data_dir.join(BUCKETS_DIR));
         let options = Options {
             durability,
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
@@ -148,16 +150,21 @@ impl Node {
         let timestream_addr = timestream
             .local_addr()
             .map_err(bind_error(timestream_addr))?;
-        let (engine, ts, sql, scheduled) = tokio::task::spawn_blocking(move || {
+        let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
             let (engine, ts) = open_store(&data_dir, options)?;
             let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
             let scheduled = Arc::new(almanac_jobs::ScheduledQueries::open(
                 sql.clone(),
                 ts.clone(),
                 Arc::new(SystemClock),
-                report_dir,
+                bucket_dir.clone(),
             )?);
-            Ok::<_, ServeError>((engine, ts, sql, scheduled))
+            let batch = Arc::new(almanac_jobs::BatchLoads::open(
+                ts.clone(),
+                Arc::new(SystemClock),
+                bucket_dir,
+            )?);
+            Ok::<_, ServeError>((engine, ts, sql, scheduled, batch))
         })
         .await??;
         Ok(Self {
@@ -165,6 +172,7 @@ impl Node {
             ts,
             sql,
             scheduled,
+            batch,
             grpc,
             grpc_addr,
             timestream,
@@ -206,6 +214,7 @@ impl Node {
             self.ts,
             self.sql.clone(),
             self.scheduled,
+            self.batch,
             self.timestream,
             self.timestream_advertise,
             stopped(stop_rx),

@@ -152,7 +152,7 @@ pub struct ScheduledQueries {
     sql: Arc<SqlEngine>,
     ts: Arc<TimeSeries<EmbeddedStore>>,
     clock: Arc<dyn Clock>,
-    report_dir: PathBuf,
+    bucket_dir: PathBuf,
     defs: Mutex<BTreeMap<String, Definition>>,
     running: Mutex<BTreeSet<String>>,
 }
@@ -200,12 +200,12 @@ fn check_name(name: &str) -> Result<()> {
 
 impl ScheduledQueries {
     /// Opens the scheduled queries kept in `ts`'s store; reports go under
-    /// `report_dir`.
+    /// `bucket_dir`.
     pub fn open(
         sql: Arc<SqlEngine>,
         ts: Arc<TimeSeries<EmbeddedStore>>,
         clock: Arc<dyn Clock>,
-        report_dir: PathBuf,
+        bucket_dir: PathBuf,
     ) -> Result<Self> {
         let jobs = JobTable::open(Arc::clone(ts.store()))?;
         let defs = jobs
@@ -218,7 +218,7 @@ impl ScheduledQueries {
             sql,
             ts,
             clock,
-            report_dir,
+            bucket_dir,
             defs: Mutex::new(defs),
             running: Mutex::new(BTreeSet::new()),
         })
@@ -520,13 +520,14 @@ impl ScheduledQueries {
             Trigger::Manual => ("MANUAL_TRIGGER_SUCCESS", "MANUAL_TRIGGER_FAILURE"),
         };
         let (failure, rows, result_rows, records) = match &outcome {
-            Ok(o) if o.written.rejected_rows == 0 => {
+            Ok(o) if !o.written.any_refused() => {
                 (None, Vec::new(), o.result_rows, o.written.records)
             }
             Ok(o) => (
                 Some(format!(
-                    "{} of {} result rows were not written; see the error report.",
-                    o.written.rejected_rows, o.result_rows
+                    "Of {} result rows, {}; see the error report.",
+                    o.result_rows,
+                    o.written.refusals()
                 )),
                 o.written.rejected.clone(),
                 o.result_rows,
@@ -537,13 +538,16 @@ impl ScheduledQueries {
         let report = failure.as_ref().and_then(|reason| {
             let s3 = &def.error_report.s3_configuration;
             let object = format!("{}/{invocation_ms}-{trigger_ms}.json", def.name);
+            let body = json!({
+                "reportId": object,
+                "errors": [{ "reason": reason, "rows": rows }],
+            });
             report::write(
-                &self.report_dir,
+                &self.bucket_dir,
                 &s3.bucket_name,
                 s3.object_key_prefix.as_deref(),
                 &object,
-                reason,
-                &rows,
+                &body,
             )
             .ok()
             .map(|l| (l.bucket, l.key))

@@ -132,7 +132,8 @@ pub async fn execute(
     let mut out = Outcome::default();
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(almanac_sql::Error::from)?;
-        let first_row = out.result_rows + 1;
+        let numbers: Vec<u64> =
+            (out.result_rows + 1..=out.result_rows + batch.num_rows() as u64).collect();
         out.result_rows += batch.num_rows() as u64;
         let (Some(target), Some(model)) = (target, &model) else {
             continue;
@@ -141,17 +142,13 @@ pub async fn execute(
         let (ts, target, model) = (Arc::clone(ts), target.clone(), model.clone());
         let mut written = std::mem::take(&mut out.written);
         out.written = tokio::task::spawn_blocking(move || {
-            sink::write_rows(
-                &ts,
-                &target.database,
-                &target.table,
-                &model,
-                &rows,
-                first_row,
-                Some(version),
-                &mut written,
-            )
-            .map(|()| written)
+            let to = sink::Destination {
+                database: &target.database,
+                table: &target.table,
+                model: &model,
+                version: Some(version),
+            };
+            sink::write_rows(&ts, to, &rows, &numbers, &mut written).map(|()| written)
         })
         .await
         .map_err(|e| Error::Internal(format!("a scheduled run's write task failed: {e}")))??;

@@ -25,6 +25,7 @@
 //!    `timestreamquery` for query operations) with its HTTP status, plus
 //!    `RejectedRecords` for `RejectedRecordsException`.
 
+mod batch_ops;
 mod query_ops;
 mod query_wire;
 pub mod records_json;
@@ -73,6 +74,8 @@ pub struct App {
     pub sql: Arc<almanac_sql::SqlEngine>,
     /// Scheduled queries.
     pub scheduled: Arc<almanac_jobs::ScheduledQueries>,
+    /// Batch-load tasks.
+    pub batch: Arc<almanac_jobs::BatchLoads>,
     /// The address DescribeEndpoints answers: a URL with its scheme
     /// ([`advertised`]).
     pub address: String,
@@ -424,6 +427,12 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
             Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
         };
     }
+    if batch_ops::OPERATIONS.contains(&op) {
+        return match batch_ops::handle(&app, op, &body) {
+            Ok(text) => json_response(StatusCode::OK, text),
+            Err(e) => api_error(e).into_response(),
+        };
+    }
     if !write_ops::OPERATIONS.contains(&op) {
         return unknown_operation(format!(
             "Almanac does not implement the Timestream operation {op}."
@@ -512,6 +521,7 @@ pub async fn serve(
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<almanac_sql::SqlEngine>,
     scheduled: Arc<almanac_jobs::ScheduledQueries>,
+    batch: Arc<almanac_jobs::BatchLoads>,
     listener: TcpListener,
     address: String,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -521,6 +531,7 @@ pub async fn serve(
         ts,
         sql,
         scheduled,
+        batch,
         address,
         results: Mutex::new(results::ResultCache::new(
             results::Limits::default(),

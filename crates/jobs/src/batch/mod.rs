@@ -1,0 +1,734 @@
+//! Batch-load tasks: CreateBatchLoadTask, DescribeBatchLoadTask, ListBatchLoadTasks
+//! and ResumeBatchLoadTask, reading CSV from local directories ([`source`]).
+//!
+//! A task, step by step:
+//! 1. [`BatchLoads::create`] checks the target table, the data model ([`wire`]; a
+//!    model in a bucket is read from there), the CSV options and the report
+//!    destination, lists the source files once ([`source::list`]) and keeps the task
+//!    (row `b/TASK_ID` of the jobs table) as CREATED.
+//! 2. A blocking task runs it (IN_PROGRESS): file by file, each CSV header resolves
+//!    the mapping ([`crate::mapping`]) and rows go to the table in chunks of
+//!    [`CHUNK_ROWS`] ([`crate::sink`]), every record with `RecordVersion` (default
+//!    1). After each chunk the progress and the position (file, line) are kept.
+//! 3. At the end the task is SUCCEEDED, or FAILED when a file could not be read or a
+//!    row or record was refused; a FAILED task has an error report in Timestream's
+//!    shape (`{"taskId", "taskErrors", "fileErrors": [{"fileName", "errors":
+//!    [{"reason", "lineRanges"}]}]}`) at `REPORT_BUCKET/PREFIX/TASK_ID.json`.
+//!
+//! A task that was running when the server stopped is PROGRESS_STOPPED after a
+//! restart, resumable for [`RESUME_WINDOW_MS`]: ResumeBatchLoadTask continues it from
+//! its last kept position (PENDING_RESUME, then IN_PROGRESS). Rows after that
+//! position are written again, with the same version and values, which replaces
+//! them unchanged.
+
+pub mod source;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use almanac_engine::clock::Clock;
+use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+
+use crate::error::{Error, Result};
+use crate::mapping::Spec;
+use crate::report;
+use crate::sink::{self, Rejection, Written};
+use crate::stored::JobTable;
+use wire::{DataModelConfiguration, DataSourceConfiguration, ReportConfiguration};
+
+/// Rows written between two saved positions.
+pub const CHUNK_ROWS: usize = 10_000;
+/// Tasks running or waiting at once on one table (Timestream's limit).
+pub const MAX_ACTIVE_PER_TABLE: usize = 5;
+/// Tasks running or waiting at once (Timestream's per-account limit).
+pub const MAX_ACTIVE: usize = 10;
+/// How long a stopped task stays resumable: Timestream shows a "resume by" date
+/// without documenting its distance; two weeks.
+pub const RESUME_WINDOW_MS: i64 = 14 * 86_400_000;
+/// `MaxResults` of ListBatchLoadTasks, per the service model.
+pub const MAX_LIST_RESULTS: usize = 100;
+/// Row-key prefix of tasks in the jobs table.
+const KEY_PREFIX: &str = "b/";
+
+/// `BatchLoadStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    /// Kept, not started.
+    Created,
+    /// Running.
+    InProgress,
+    /// Done with errors.
+    Failed,
+    /// Done.
+    Succeeded,
+    /// Stopped before the end (the server stopped); resumable.
+    ProgressStopped,
+    /// Resumed, about to run.
+    PendingResume,
+}
+
+impl Status {
+    fn active(self) -> bool {
+        matches!(self, Self::Created | Self::InProgress | Self::PendingResume)
+    }
+}
+
+/// `BatchLoadProgressReport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Progress {
+    /// Rows read.
+    pub records_processed: u64,
+    /// Records written.
+    pub records_ingested: u64,
+    /// Rows the mapping could not read.
+    pub parse_failures: u64,
+    /// Records the table refused.
+    pub record_ingestion_failures: u64,
+    /// Files that could not be read.
+    pub file_failures: u64,
+    /// Bytes read.
+    pub bytes_metered: u64,
+}
+
+/// CreateBatchLoadTask's members.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateRequest {
+    /// `ClientToken`.
+    #[serde(default)]
+    pub client_token: Option<String>,
+    /// `DataModelConfiguration`.
+    #[serde(default)]
+    pub data_model_configuration: Option<DataModelConfiguration>,
+    /// `DataSourceConfiguration`.
+    pub data_source_configuration: DataSourceConfiguration,
+    /// `ReportConfiguration`.
+    #[serde(default)]
+    pub report_configuration: Option<ReportConfiguration>,
+    /// `TargetDatabaseName`.
+    pub target_database_name: String,
+    /// `TargetTableName`.
+    pub target_table_name: String,
+    /// `RecordVersion`.
+    #[serde(default)]
+    pub record_version: Option<i64>,
+}
+
+/// A task as kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Task {
+    id: String,
+    client_token: Option<String>,
+    model: DataModelConfiguration,
+    spec: Spec,
+    source: DataSourceConfiguration,
+    source_dir: PathBuf,
+    report: ReportConfiguration,
+    database: String,
+    table: String,
+    version: Option<i64>,
+    status: Status,
+    error: Option<String>,
+    progress: Progress,
+    files: Vec<(String, u64)>,
+    /// Position: the file being read and the line of its last row handled.
+    next_file: usize,
+    lines_done: u64,
+    /// Refusals so far, by file.
+    refused: BTreeMap<String, Vec<Rejection>>,
+    file_errors: BTreeMap<String, String>,
+    created_ms: i64,
+    updated_ms: i64,
+    resumable_until_ms: Option<i64>,
+}
+
+/// The batch-load tasks of a server.
+pub struct BatchLoads {
+    jobs: JobTable<EmbeddedStore>,
+    ts: Arc<TimeSeries<EmbeddedStore>>,
+    clock: Arc<dyn Clock>,
+    bucket_dir: PathBuf,
+    tasks: Mutex<BTreeMap<String, Task>>,
+}
+
+impl std::fmt::Debug for BatchLoads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchLoads").finish_non_exhaustive()
+    }
+}
+
+fn now_ms(clock: &dyn Clock) -> i64 {
+    clock.now_us().div_euclid(1000)
+}
+
+fn time_json(ms: i64) -> Json {
+    json!(ms as f64 / 1000.0)
+}
+
+/// A task id as Timestream's look (32 upper-case hex digits): the creation time
+/// and a SplitMix64 mix of it with the number of tasks, so ids differ within a
+/// millisecond.
+fn task_id(now_ms: i64, count: u64) -> String {
+    let mut z = (now_ms as u64) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    format!("{:016X}{:016X}", now_ms, z ^ (z >> 31))
+}
+
+/// `[start, end]` pairs of consecutive line numbers.
+fn line_ranges(lines: &[u64]) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for &l in lines {
+        match out.last_mut() {
+            Some(r) if l == r[1] + 1 || l == r[1] => r[1] = l,
+            _ => out.push([l, l]),
+        }
+    }
+    out
+}
+
+impl BatchLoads {
+    /// Opens the tasks kept in `ts`'s store; a task that was running is stopped
+    /// (resumable). Buckets are directories under `bucket_dir`.
+    pub fn open(
+        ts: Arc<TimeSeries<EmbeddedStore>>,
+        clock: Arc<dyn Clock>,
+        bucket_dir: PathBuf,
+    ) -> Result<Self> {
+        let jobs = JobTable::open(Arc::clone(ts.store()))?;
+        let now = now_ms(&*clock);
+        let mut tasks = BTreeMap::new();
+        for mut t in jobs.load::<Task>(KEY_PREFIX)? {
+            if t.status.active() {
+                t.status = Status::ProgressStopped;
+                t.error = Some(format!(
+                    "The server stopped while the task ran; ResumeBatchLoadTask continues it from line {} of file {}.",
+                    t.lines_done + 1,
+                    t.files.get(t.next_file).map_or("(none)", |f| f.0.as_str())
+                ));
+                t.resumable_until_ms = Some(now + RESUME_WINDOW_MS);
+                jobs.put(&format!("{KEY_PREFIX}{}", t.id), &t)?;
+            }
+            tasks.insert(t.id.clone(), t);
+        }
+        Ok(Self {
+            jobs,
+            ts,
+            clock,
+            bucket_dir,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    fn tasks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Task>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn save(&self, t: &Task) -> Result<()> {
+        self.jobs.put(&format!("{KEY_PREFIX}{}", t.id), t)
+    }
+
+    fn task(&self, id: &str) -> Result<Task> {
+        self.tasks()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::NotFound {
+                kind: "batch load task",
+                name: id.to_string(),
+            })
+    }
+
+    /// CreateBatchLoadTask: checks and keeps the task, and starts it. Returns the
+    /// task id.
+    pub fn create(self: &Arc<Self>, req: CreateRequest) -> Result<String> {
+        self.ts
+            .describe_table(&req.target_database_name, &req.target_table_name)?;
+        let source = &req.data_source_configuration;
+        if source.data_format != "CSV" {
+            return Err(Error::invalid(format!(
+                "DataFormat {:?} is not supported: batch load reads CSV.",
+                source.data_format
+            )));
+        }
+        let csv = source.csv_configuration.clone().unwrap_or_default();
+        source::check(&csv)?;
+        let mut model = req.data_model_configuration.clone().unwrap_or_default();
+        let mut data_model = match (&model.data_model, &model.data_model_s3_configuration) {
+            (Some(m), _) => m.clone(),
+            (None, Some(loc)) => {
+                let path =
+                    source::bucket_path(&self.bucket_dir, &loc.bucket_name)?.join(&loc.object_key);
+                let text = std::fs::read(&path).map_err(|e| {
+                    Error::invalid(format!(
+                        "Cannot read the data model {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                serde_json::from_slice(&text).map_err(|e| {
+                    Error::invalid(format!(
+                        "The data model {} is not a DataModel: {e}",
+                        path.display()
+                    ))
+                })?
+            }
+            (None, None) => {
+                return Err(Error::invalid(
+                    "DataModelConfiguration needs DataModel or DataModelS3Configuration.",
+                ));
+            }
+        };
+        let spec = data_model.spec().map_err(Error::invalid)?;
+        if model.data_model.is_some() {
+            model.data_model = Some(data_model);
+        }
+        let report = req.report_configuration.clone().unwrap_or_default();
+        let Some(r) = &report.report_s3_configuration else {
+            return Err(Error::invalid(
+                "ReportConfiguration needs ReportS3Configuration.",
+            ));
+        };
+        report::check_destination(&r.bucket_name, r.object_key_prefix.as_deref())?;
+        let loc = &source.data_source_s3_configuration;
+        let source_dir = source::bucket_path(&self.bucket_dir, &loc.bucket_name)?;
+        let files = source::list(&source_dir, loc.object_key_prefix.as_deref().unwrap_or(""))?;
+        let now = now_ms(&*self.clock);
+        let mut tasks = self.tasks();
+        if let Some(t) = req
+            .client_token
+            .as_ref()
+            .and_then(|c| tasks.values().find(|t| t.client_token.as_ref() == Some(c)))
+        {
+            return Ok(t.id.clone());
+        }
+        let active: Vec<&Task> = tasks.values().filter(|t| t.status.active()).collect();
+        if active.len() >= MAX_ACTIVE
+            || active
+                .iter()
+                .filter(|t| {
+                    t.database == req.target_database_name && t.table == req.target_table_name
+                })
+                .count()
+                >= MAX_ACTIVE_PER_TABLE
+        {
+            return Err(Error::Quota(format!(
+                "At most {MAX_ACTIVE_PER_TABLE} batch load tasks run on a table, and {MAX_ACTIVE} in all; wait for one to finish."
+            )));
+        }
+        let id = task_id(now, tasks.len() as u64);
+        let task = Task {
+            id: id.clone(),
+            client_token: req.client_token,
+            model,
+            spec,
+            source: req.data_source_configuration,
+            source_dir,
+            report,
+            database: req.target_database_name,
+            table: req.target_table_name,
+            version: req.record_version,
+            status: Status::Created,
+            error: None,
+            progress: Progress::default(),
+            files,
+            next_file: 0,
+            lines_done: 1,
+            refused: BTreeMap::new(),
+            file_errors: BTreeMap::new(),
+            created_ms: now,
+            updated_ms: now,
+            resumable_until_ms: None,
+        };
+        self.save(&task)?;
+        tasks.insert(id.clone(), task);
+        drop(tasks);
+        self.start(&id);
+        Ok(id)
+    }
+
+    fn start(self: &Arc<Self>, id: &str) {
+        let this = Arc::clone(self);
+        let id = id.to_string();
+        std::thread::spawn(move || {
+            if let Err(e) = this.run(&id) {
+                let _ = this.finish(&id, Some(e.to_string()));
+            }
+        });
+    }
+
+    fn update(&self, id: &str, f: impl FnOnce(&mut Task)) -> Result<Task> {
+        let now = now_ms(&*self.clock);
+        let t = {
+            let mut tasks = self.tasks();
+            let t = tasks.get_mut(id).ok_or_else(|| Error::NotFound {
+                kind: "batch load task",
+                name: id.to_string(),
+            })?;
+            f(t);
+            t.updated_ms = now;
+            t.clone()
+        };
+        self.save(&t)?;
+        Ok(t)
+    }
+
+    /// Runs a task from its position to the end.
+    fn run(&self, id: &str) -> Result<()> {
+        let task = self.update(id, |t| t.status = Status::InProgress)?;
+        let csv_config = task.source.csv_configuration.clone().unwrap_or_default();
+        let null_value = csv_config.null_value.clone();
+        for (index, (name, _)) in task.files.iter().enumerate().skip(task.next_file) {
+            let skip = if index == task.next_file {
+                task.lines_done
+            } else {
+                1
+            };
+            let path = task.source_dir.join(name);
+            let outcome = self.load_file(
+                &task,
+                &path,
+                &csv_config,
+                null_value.as_deref(),
+                index,
+                skip,
+            );
+            if let Err(e) = outcome {
+                self.update(id, |t| {
+                    t.progress.file_failures += 1;
+                    t.file_errors.insert(name.clone(), e.to_string());
+                    t.next_file = index + 1;
+                    t.lines_done = 1;
+                })?;
+            }
+        }
+        self.finish(id, None)
+    }
+
+    /// Reads one file from line `skip + 1` on; saves the position after each chunk.
+    fn load_file(
+        &self,
+        task: &Task,
+        path: &std::path::Path,
+        config: &wire::CsvConfiguration,
+        null_value: Option<&str>,
+        index: usize,
+        skip: u64,
+    ) -> Result<()> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::invalid(format!("Cannot open {}: {e}", path.display())))?;
+        let mut reader = source::reader(config, std::io::BufReader::new(file))?;
+        let header: Vec<String> = reader
+            .headers()
+            .map_err(|e| Error::invalid(format!("Cannot read the header: {e}")))?
+            .iter()
+            .map(|h| h.trim_start_matches('\u{feff}').to_string())
+            .collect();
+        let model = task.spec.bind(&header).map_err(Error::invalid)?;
+        let name = task.files[index].0.clone();
+        let mut record = csv::StringRecord::new();
+        let mut rows = Vec::with_capacity(CHUNK_ROWS);
+        let mut numbers = Vec::with_capacity(CHUNK_ROWS);
+        // The line of the last row handled (the header is line 1).
+        let mut lines_done = skip;
+        let mut bytes_at = reader.position().byte();
+        loop {
+            let more = match reader.read_record(&mut record) {
+                Ok(more) => more,
+                Err(e) => {
+                    // A malformed row: count it and go on from the next one.
+                    let line = e.position().map_or(0, csv::Position::line);
+                    self.flush(
+                        task,
+                        &model,
+                        index,
+                        &name,
+                        &mut rows,
+                        &mut numbers,
+                        lines_done,
+                        0,
+                    )?;
+                    self.update(&task.id, |t| {
+                        t.progress.parse_failures += 1;
+                        t.refused.entry(name.clone()).or_default().push(Rejection {
+                            row: line,
+                            reason: format!("The row cannot be read as CSV: {e}"),
+                        });
+                    })?;
+                    continue;
+                }
+            };
+            if !more {
+                break;
+            }
+            let line = record
+                .position()
+                .map_or(lines_done + 1, csv::Position::line);
+            if line <= skip {
+                continue;
+            }
+            lines_done = line;
+            if record.as_slice().len() > source::MAX_ROW_BYTES || record.len() != header.len() {
+                self.update(&task.id, |t| {
+                    t.progress.parse_failures += 1;
+                    t.refused.entry(name.clone()).or_default().push(Rejection {
+                        row: line,
+                        reason: format!(
+                            "The row has {} fields and {} bytes; the header has {} fields, and a row may hold {} bytes.",
+                            record.len(),
+                            record.as_slice().len(),
+                            header.len(),
+                            source::MAX_ROW_BYTES
+                        ),
+                    });
+                })?;
+                continue;
+            }
+            rows.push(source::cells(&record, null_value));
+            numbers.push(line);
+            if rows.len() >= CHUNK_ROWS {
+                let pos = reader.position().byte();
+                self.flush(
+                    task,
+                    &model,
+                    index,
+                    &name,
+                    &mut rows,
+                    &mut numbers,
+                    lines_done,
+                    pos - bytes_at,
+                )?;
+                bytes_at = pos;
+            }
+        }
+        let pos = reader.position().byte();
+        self.flush(
+            task,
+            &model,
+            index,
+            &name,
+            &mut rows,
+            &mut numbers,
+            lines_done,
+            pos - bytes_at,
+        )?;
+        self.update(&task.id, |t| {
+            t.next_file = index + 1;
+            t.lines_done = 1;
+        })?;
+        Ok(())
+    }
+
+    /// Writes the rows gathered and saves the position after them.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one chunk of one file of one task"
+    )]
+    fn flush(
+        &self,
+        task: &Task,
+        model: &crate::mapping::Model,
+        index: usize,
+        name: &str,
+        rows: &mut Vec<Vec<Option<String>>>,
+        numbers: &mut Vec<u64>,
+        lines_done: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        if rows.is_empty() && bytes == 0 {
+            return Ok(());
+        }
+        let mut written = Written::default();
+        let to = sink::Destination {
+            database: &task.database,
+            table: &task.table,
+            model,
+            version: task.version,
+        };
+        sink::write_rows(&self.ts, to, rows, numbers, &mut written)?;
+        rows.clear();
+        numbers.clear();
+        self.update(&task.id, |t| {
+            t.progress.records_processed += written.rows;
+            t.progress.records_ingested += written.records;
+            t.progress.parse_failures += written.parse_failures;
+            t.progress.record_ingestion_failures += written.ingestion_failures;
+            t.progress.bytes_metered += bytes;
+            if !written.rejected.is_empty() {
+                let list = t.refused.entry(name.to_string()).or_default();
+                let room = sink::MAX_REJECTIONS_KEPT.saturating_sub(list.len());
+                list.extend(written.rejected.into_iter().take(room));
+            }
+            t.next_file = index;
+            t.lines_done = lines_done;
+        })?;
+        Ok(())
+    }
+
+    /// Ends a task: SUCCEEDED, or FAILED with a report.
+    fn finish(&self, id: &str, failure: Option<String>) -> Result<()> {
+        let task = self.task(id)?;
+        let p = task.progress;
+        let failed = failure.is_some()
+            || p.parse_failures + p.record_ingestion_failures + p.file_failures > 0;
+        let message = failure.clone().or_else(|| {
+            failed.then(|| {
+                format!(
+                    "{} rows could not be parsed, {} records were refused and {} files could not be read; see the error report.",
+                    p.parse_failures, p.record_ingestion_failures, p.file_failures
+                )
+            })
+        });
+        if failed && let Some(r) = &task.report.report_s3_configuration {
+            let mut file_errors: Vec<Json> = Vec::new();
+            for (file, list) in &task.refused {
+                let mut by_reason: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+                for rej in list {
+                    by_reason
+                        .entry(rej.reason.as_str())
+                        .or_default()
+                        .push(rej.row);
+                }
+                let errors: Vec<Json> = by_reason
+                    .into_iter()
+                    .map(|(reason, mut lines)| {
+                        lines.sort_unstable();
+                        json!({"reason": reason, "lineRanges": line_ranges(&lines)})
+                    })
+                    .collect();
+                file_errors.push(json!({"fileName": file, "errors": errors}));
+            }
+            for (file, reason) in &task.file_errors {
+                file_errors.push(
+                    json!({"fileName": file, "errors": [{"reason": reason, "lineRanges": []}]}),
+                );
+            }
+            let task_errors: Vec<Json> = failure.iter().map(|f| json!({"reason": f})).collect();
+            let body = json!({"taskId": id, "taskErrors": task_errors, "fileErrors": file_errors});
+            report::write(
+                &self.bucket_dir,
+                &r.bucket_name,
+                r.object_key_prefix.as_deref(),
+                &format!("{id}.json"),
+                &body,
+            )?;
+        }
+        self.update(id, |t| {
+            t.status = if failed {
+                Status::Failed
+            } else {
+                Status::Succeeded
+            };
+            t.error = message;
+        })?;
+        Ok(())
+    }
+
+    /// DescribeBatchLoadTask: the `BatchLoadTaskDescription` member.
+    pub fn describe(&self, id: &str) -> Result<Json> {
+        let t = self.task(id)?;
+        let mut o = json!({
+            "TaskId": t.id,
+            "DataSourceConfiguration": t.source,
+            "ProgressReport": t.progress,
+            "ReportConfiguration": t.report,
+            "DataModelConfiguration": t.model,
+            "TargetDatabaseName": t.database,
+            "TargetTableName": t.table,
+            "TaskStatus": t.status,
+            "RecordVersion": t.version.unwrap_or(1),
+            "CreationTime": time_json(t.created_ms),
+            "LastUpdatedTime": time_json(t.updated_ms),
+        });
+        if let Some(obj) = o.as_object_mut() {
+            if let Some(e) = &t.error {
+                obj.insert("ErrorMessage".into(), json!(e));
+            }
+            if let Some(r) = t.resumable_until_ms {
+                obj.insert("ResumableUntil".into(), time_json(r));
+            }
+        }
+        Ok(o)
+    }
+
+    /// ListBatchLoadTasks: a page after `next_token` (a task id), optionally of one
+    /// status, and the next page's token.
+    pub fn list(
+        &self,
+        max_results: Option<i64>,
+        next_token: Option<&str>,
+        status: Option<Status>,
+    ) -> Result<(Vec<Json>, Option<String>)> {
+        let max = match max_results {
+            None => MAX_LIST_RESULTS,
+            Some(n) if (1..=MAX_LIST_RESULTS as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(Error::invalid(format!(
+                    "MaxResults {n} is outside [1, {MAX_LIST_RESULTS}]."
+                )));
+            }
+        };
+        let tasks = self.tasks();
+        let mut page: Vec<&Task> = tasks
+            .values()
+            .filter(|t| next_token.is_none_or(|n| t.id.as_str() > n))
+            .filter(|t| status.is_none_or(|s| t.status == s))
+            .take(max + 1)
+            .collect();
+        let next = (page.len() > max).then(|| {
+            page.truncate(max);
+            page.last().map(|t| t.id.clone())
+        });
+        let items = page
+            .iter()
+            .map(|t| {
+                let mut o = json!({
+                    "TaskId": t.id,
+                    "TaskStatus": t.status,
+                    "DatabaseName": t.database,
+                    "TableName": t.table,
+                    "CreationTime": time_json(t.created_ms),
+                    "LastUpdatedTime": time_json(t.updated_ms),
+                });
+                if let (Some(r), Some(obj)) = (t.resumable_until_ms, o.as_object_mut()) {
+                    obj.insert("ResumableUntil".into(), time_json(r));
+                }
+                o
+            })
+            .collect();
+        Ok((items, next.flatten()))
+    }
+
+    /// ResumeBatchLoadTask: continues a stopped task from its kept position.
+    pub fn resume(self: &Arc<Self>, id: &str) -> Result<()> {
+        let t = self.task(id)?;
+        let now = now_ms(&*self.clock);
+        if t.status != Status::ProgressStopped {
+            return Err(Error::invalid(format!(
+                "Task {id} is {:?}; only a PROGRESS_STOPPED task can be resumed.",
+                t.status
+            )));
+        }
+        if t.resumable_until_ms.is_some_and(|u| now > u) {
+            return Err(Error::invalid(format!(
+                "Task {id} could be resumed until {}; it is too late.",
+                t.resumable_until_ms.unwrap_or_default()
+            )));
+        }
+        self.update(id, |t| {
+            t.status = Status::PendingResume;
+            t.error = None;
+            t.resumable_until_ms = None;
+        })?;
+        self.start(id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests stop at the first surprise")]
+mod tests;

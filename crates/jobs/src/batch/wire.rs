@@ -1,0 +1,331 @@
+//! The members of the batch-load operations of `timestream-write` in Timestream's
+//! wire shapes. A task keeps them as given (with `DestinationColumn` and
+//! `TargetMultiMeasureAttributeName` defaulted to their source column, as the
+//! service echoes them), so Describe answers them back.
+
+use serde::{Deserialize, Serialize};
+
+use almanac_timeseries::MeasureType;
+
+use crate::mapping::{AttributeSpec, DimensionSpec, MeasuresSpec, MixedSpec, Spec};
+
+/// `DataModelConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DataModelConfiguration {
+    /// `DataModel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_model: Option<DataModel>,
+    /// `DataModelS3Configuration`: a JSON `DataModel` in a bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_model_s3_configuration: Option<ObjectLocation>,
+}
+
+/// `DataModelS3Configuration`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ObjectLocation {
+    /// `BucketName`.
+    pub bucket_name: String,
+    /// `ObjectKey`.
+    pub object_key: String,
+}
+
+/// `DataModel`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DataModel {
+    /// `TimeColumn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_column: Option<String>,
+    /// `TimeUnit` (default MILLISECONDS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_unit: Option<String>,
+    /// `DimensionMappings`.
+    #[serde(default)]
+    pub dimension_mappings: Vec<DimensionMapping>,
+    /// `MultiMeasureMappings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_measure_mappings: Option<MultiMeasureMappings>,
+    /// `MixedMeasureMappings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_measure_mappings: Option<Vec<MixedMeasureMapping>>,
+    /// `MeasureNameColumn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_name_column: Option<String>,
+}
+
+/// `DimensionMapping`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DimensionMapping {
+    /// `SourceColumn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_column: Option<String>,
+    /// `DestinationColumn` (default: the source column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_column: Option<String>,
+}
+
+/// `MultiMeasureMappings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MultiMeasureMappings {
+    /// `TargetMultiMeasureName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_multi_measure_name: Option<String>,
+    /// `MultiMeasureAttributeMappings`.
+    pub multi_measure_attribute_mappings: Vec<AttributeMapping>,
+}
+
+/// `MultiMeasureAttributeMapping`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct AttributeMapping {
+    /// `SourceColumn`.
+    pub source_column: String,
+    /// `TargetMultiMeasureAttributeName` (default: the source column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_multi_measure_attribute_name: Option<String>,
+    /// `MeasureValueType`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_value_type: Option<MeasureType>,
+}
+
+/// `MixedMeasureMapping`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MixedMeasureMapping {
+    /// `MeasureName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_name: Option<String>,
+    /// `SourceColumn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_column: Option<String>,
+    /// `TargetMeasureName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_measure_name: Option<String>,
+    /// `MeasureValueType`.
+    pub measure_value_type: MeasureType,
+    /// `MultiMeasureAttributeMappings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_measure_attribute_mappings: Option<Vec<AttributeMapping>>,
+}
+
+/// `DataSourceConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DataSourceConfiguration {
+    /// `DataSourceS3Configuration`.
+    pub data_source_s3_configuration: SourceLocation,
+    /// `CsvConfiguration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv_configuration: Option<CsvConfiguration>,
+    /// `DataFormat` (`CSV`).
+    pub data_format: String,
+}
+
+/// `DataSourceS3Configuration`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct SourceLocation {
+    /// `BucketName`: a bucket under the bucket directory, or `file:///dir` / `/dir`.
+    pub bucket_name: String,
+    /// `ObjectKeyPrefix`: the files whose path under the bucket starts with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_key_prefix: Option<String>,
+}
+
+/// `CsvConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CsvConfiguration {
+    /// `ColumnSeparator` (default `,`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_separator: Option<String>,
+    /// `EscapeChar` (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escape_char: Option<String>,
+    /// `QuoteChar` (default `"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_char: Option<String>,
+    /// `NullValue`: a cell holding exactly this is null (an empty cell always is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_value: Option<String>,
+    /// `TrimWhiteSpace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_white_space: Option<bool>,
+}
+
+/// `ReportConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReportConfiguration {
+    /// `ReportS3Configuration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_s3_configuration: Option<ReportLocation>,
+}
+
+/// `ReportS3Configuration`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReportLocation {
+    /// `BucketName`.
+    pub bucket_name: String,
+    /// `ObjectKeyPrefix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_key_prefix: Option<String>,
+    /// `EncryptionOption` (kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption_option: Option<String>,
+    /// `KmsKeyId` (kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+}
+
+fn attributes(list: &mut [AttributeMapping]) -> Result<Vec<AttributeSpec>, String> {
+    list.iter_mut()
+        .map(|a| {
+            let kind = match a.measure_value_type {
+                Some(MeasureType::Multi) => {
+                    return Err(format!(
+                        "MultiMeasureAttributeMapping {:?}: MULTI is not a type of an attribute.",
+                        a.source_column
+                    ));
+                }
+                Some(k) => k,
+                None => {
+                    return Err(format!(
+                        "MultiMeasureAttributeMapping {:?} needs MeasureValueType.",
+                        a.source_column
+                    ));
+                }
+            };
+            let name = a
+                .target_multi_measure_attribute_name
+                .get_or_insert_with(|| a.source_column.clone())
+                .clone();
+            Ok(AttributeSpec {
+                column: a.source_column.clone(),
+                name,
+                kind,
+            })
+        })
+        .collect()
+}
+
+impl DataModel {
+    /// The mapping, checked; fills the defaults the service echoes.
+    pub fn spec(&mut self) -> Result<Spec, String> {
+        let time_column = self
+            .time_column
+            .clone()
+            .ok_or("DataModel needs TimeColumn.")?;
+        let unit = self.time_unit.get_or_insert_with(|| "MILLISECONDS".into());
+        if almanac_timeseries::TimeUnit::parse(unit).is_none() {
+            return Err(format!(
+                "TimeUnit {unit:?} must be MILLISECONDS, SECONDS, MICROSECONDS or NANOSECONDS."
+            ));
+        }
+        let time_unit = unit.clone();
+        if self.dimension_mappings.is_empty() {
+            return Err("DataModel needs at least one DimensionMapping.".into());
+        }
+        let dimensions = self
+            .dimension_mappings
+            .iter_mut()
+            .map(|d| {
+                let column = d
+                    .source_column
+                    .clone()
+                    .ok_or("Each DimensionMapping needs SourceColumn.")?;
+                let name = d
+                    .destination_column
+                    .get_or_insert_with(|| column.clone())
+                    .clone();
+                Ok(DimensionSpec { column, name })
+            })
+            .collect::<Result<_, String>>()?;
+        let mnc = self.measure_name_column.clone();
+        let measures = match (
+            &mut self.multi_measure_mappings,
+            &mut self.mixed_measure_mappings,
+        ) {
+            (Some(m), None) => {
+                if m.target_multi_measure_name.is_none() && mnc.is_none() {
+                    return Err(
+                        "MultiMeasureMappings needs TargetMultiMeasureName or a MeasureNameColumn."
+                            .into(),
+                    );
+                }
+                if m.multi_measure_attribute_mappings.is_empty() {
+                    return Err("MultiMeasureAttributeMappings must not be empty.".into());
+                }
+                MeasuresSpec::Multi {
+                    name: m.target_multi_measure_name.clone(),
+                    attributes: attributes(&mut m.multi_measure_attribute_mappings)?,
+                }
+            }
+            (None, Some(list)) if !list.is_empty() => MeasuresSpec::Mixed(
+                list.iter_mut()
+                    .map(|m| mixed(m, mnc.is_some()))
+                    .collect::<Result<_, String>>()?,
+            ),
+            (Some(_), Some(_)) => {
+                return Err("Give MultiMeasureMappings or MixedMeasureMappings, not both.".into());
+            }
+            (None, _) => {
+                return Err("DataModel needs MultiMeasureMappings or MixedMeasureMappings.".into());
+            }
+        };
+        Ok(Spec {
+            time_column,
+            time_unit,
+            dimensions,
+            measure_name_column: mnc,
+            measures,
+        })
+    }
+}
+
+fn mixed(m: &mut MixedMeasureMapping, has_name_column: bool) -> Result<MixedSpec, String> {
+    if has_name_column && m.measure_name.is_none() {
+        return Err(
+            "Each MixedMeasureMapping needs MeasureName when MeasureNameColumn is given.".into(),
+        );
+    }
+    let multi = m.measure_value_type == MeasureType::Multi;
+    let name = m
+        .target_measure_name
+        .clone()
+        .or_else(|| m.measure_name.clone())
+        .or_else(|| (!multi).then(|| m.source_column.clone()).flatten())
+        .ok_or("A MixedMeasureMapping needs TargetMeasureName, MeasureName or SourceColumn.")?;
+    let (column, attrs) = if multi {
+        let list = m
+            .multi_measure_attribute_mappings
+            .get_or_insert_with(Vec::new);
+        if list.is_empty() {
+            return Err(format!(
+                "MixedMeasureMapping {name:?} of type MULTI needs MultiMeasureAttributeMappings."
+            ));
+        }
+        (None, attributes(list)?)
+    } else {
+        let c = m.source_column.clone().ok_or_else(|| {
+            format!("MixedMeasureMapping {name:?} of a single value needs SourceColumn.")
+        })?;
+        (Some(c), Vec::new())
+    };
+    Ok(MixedSpec {
+        when: if has_name_column {
+            m.measure_name.clone()
+        } else {
+            None
+        },
+        name,
+        column,
+        kind: m.measure_value_type,
+        attributes: attrs,
+    })
+}
