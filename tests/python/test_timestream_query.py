@@ -490,22 +490,6 @@ def test_prepare_query_validates_and_describes_columns(ts, ts_query):
     assert "nope" in error_of(e, "ValidationException")
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda c: c.describe_account_settings(),
-        lambda c: c.list_scheduled_queries(),
-    ],
-    ids=["DescribeAccountSettings", "ListScheduledQueries"],
-)
-def test_other_operations_say_not_implemented(ts_query, call, request):
-    op = request.node.callspec.id
-    with pytest.raises(ClientError) as e:
-        call(ts_query)
-    msg = error_of(e, "ValidationException")
-    assert op in msg and "not implement" in msg
-
-
 def test_signed_region_is_used_per_request(ts, server, _aws_env):
     """ARNs name the region a request was signed for; other requests keep theirs."""
     from bt_helpers import ts_write_client

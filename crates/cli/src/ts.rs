@@ -7,6 +7,7 @@
 //! WriteRecords batches of up to 100 with a progress bar, and prints a summary of
 //! what was ingested and of every rejection with its source line.
 
+mod import;
 mod input;
 
 use std::collections::BTreeMap;
@@ -68,6 +69,9 @@ pub enum TsCommand {
     },
     /// Write records from a CSV or JSON-lines file.
     Write(input::WriteArgs),
+    /// Load what Timestream's UNLOAD wrote (CSV, gzip CSV or Parquet, with its
+    /// manifest and metadata files) into a table; resumable.
+    Import(import::ImportArgs),
 }
 
 /// Flags of `almanac ts create-table`.
@@ -322,6 +326,7 @@ pub fn run(conn: &TsConn, cmd: TsCommand) -> anyhow::Result<()> {
             println!("deleted database {database}");
         }
         TsCommand::Write(args) => write(&mut api, &args)?,
+        TsCommand::Import(args) => import::import(&mut api, &args)?,
     }
     Ok(())
 }

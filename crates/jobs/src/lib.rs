@@ -18,6 +18,7 @@ pub mod batch;
 mod error;
 pub mod mapping;
 pub mod report;
+pub mod rows;
 pub mod scheduled;
 pub mod sink;
 mod stored;

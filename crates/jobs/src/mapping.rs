@@ -46,8 +46,8 @@ pub struct AttributeSpec {
 pub struct MixedSpec {
     /// Rows whose measure-name column holds this value; `None` is every row.
     pub when: Option<String>,
-    /// The measure name written.
-    pub name: String,
+    /// The measure name written; `None`: the row's measure-name column.
+    pub name: Option<String>,
     /// The column of a single measure; `None` for MULTI.
     pub column: Option<String>,
     /// The type (MULTI takes `attributes`).
@@ -96,7 +96,7 @@ struct Attribute {
 #[derive(Debug, Clone)]
 struct Mixed {
     when: Option<String>,
-    name: String,
+    name: Option<String>,
     column: Option<usize>,
     kind: &'static str,
     attributes: Vec<Attribute>,
@@ -269,12 +269,17 @@ impl Model {
                     if m.when.is_some() && m.when.as_deref() != row_measure {
                         continue;
                     }
+                    let name = match (&m.name, row_measure) {
+                        (Some(n), _) => Cow::Owned(n.clone()),
+                        (None, Some(n)) => Cow::Borrowed(n),
+                        (None, None) => return Err("The measure name column is null.".into()),
+                    };
                     match m.column {
                         Some(c) => {
                             if let Some(v) = cell(c) {
                                 out.push(Record {
                                     measure_value: Some(v.into()),
-                                    ..record(Cow::Owned(m.name.clone()), m.kind)
+                                    ..record(name, m.kind)
                                 });
                             }
                         }
@@ -283,7 +288,7 @@ impl Model {
                             if !values.is_empty() {
                                 out.push(Record {
                                     measure_values: values,
-                                    ..record(Cow::Owned(m.name.clone()), "MULTI")
+                                    ..record(name, "MULTI")
                                 });
                             }
                         }
@@ -361,14 +366,14 @@ mod tests {
             measures: MeasuresSpec::Mixed(vec![
                 MixedSpec {
                     when: Some("temp".into()),
-                    name: "temperature".into(),
+                    name: Some("temperature".into()),
                     column: Some("v".into()),
                     kind: MeasureType::Double,
                     attributes: vec![],
                 },
                 MixedSpec {
                     when: Some("state".into()),
-                    name: "state".into(),
+                    name: Some("state".into()),
                     column: Some("text".into()),
                     kind: MeasureType::Varchar,
                     attributes: vec![],

@@ -112,7 +112,7 @@ async fn rollup(env: &Env) -> Vec<(String, String)> {
         .unwrap();
     let mut rows = Vec::new();
     for b in &out.batches {
-        let text = almanac_jobs::scheduled::run::text_rows(b.columns()).unwrap();
+        let text = almanac_jobs::rows::text_rows(b.columns()).unwrap();
         for r in text {
             rows.push((r[0].clone().unwrap(), r[1].clone().unwrap()));
         }

@@ -75,10 +75,40 @@ impl From<DataFusionError> for Error {
 }
 
 /// Sorts a DataFusion error into our kinds, unwrapping the context DataFusion adds.
+/// A column the query names but no table has is `Column 'x' does not exist.`, as
+/// Timestream words it, however deep DataFusion reports it (tools match that text:
+/// the Prometheus connector reads it as an empty result).
 fn classify(e: DataFusionError) -> Error {
+    let text = e.to_string();
+    if let Some(column) = missing_column(&text) {
+        return Error::Invalid(format!("Column '{column}' does not exist."));
+    }
+    classify_kind(e)
+}
+
+/// The column of DataFusion's "No field named X." (X maybe qualified and quoted).
+fn missing_column(message: &str) -> Option<String> {
+    const MARK: &str = "No field named ";
+    let rest = &message[message.find(MARK)? + MARK.len()..];
+    let name = rest
+        .split(". Valid fields")
+        .next()
+        .unwrap_or(rest)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('.');
+    let last = match name.strip_suffix('"') {
+        Some(quoted) => quoted.rsplit_once('"').map_or(quoted, |(_, n)| n),
+        None => name.rsplit_once('.').map_or(name, |(_, n)| n),
+    };
+    (!last.is_empty()).then(|| last.to_string())
+}
+
+fn classify_kind(e: DataFusionError) -> Error {
     match e {
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
-            classify(*inner)
+            classify_kind(*inner)
         }
         DataFusionError::Shared(inner) => Error::Execution(inner.to_string()),
         DataFusionError::SQL(e, _) => {
@@ -115,6 +145,27 @@ fn plan_error(m: String) -> Error {
         return Error::TableNotFound(name.to_string());
     }
     Error::Invalid(m)
+}
+
+#[cfg(test)]
+#[test]
+fn missing_columns_are_named_as_timestream_names_them() {
+    let cases = [
+        ("Schema error: No field named nope.", Some("nope")),
+        (
+            "No field named datacenter. Valid fields are \"promDB\".prom.instance.",
+            Some("datacenter"),
+        ),
+        (
+            "No field named t.\"measure_value::double\".",
+            Some("measure_value::double"),
+        ),
+        ("No field named \"FORTNIGHT\".", Some("FORTNIGHT")),
+        ("Divide by zero", None),
+    ];
+    for (message, want) in cases {
+        assert_eq!(missing_column(message).as_deref(), want, "{message}");
+    }
 }
 
 /// sqlparser ends its messages with "at Line: L, Column: C".

@@ -323,7 +323,7 @@ fn mixed(m: &mut MixedMeasureMapping, has_name_column: bool) -> Result<MixedSpec
         } else {
             None
         },
-        name,
+        name: Some(name),
         column,
         kind: m.measure_value_type,
         attributes: attrs,

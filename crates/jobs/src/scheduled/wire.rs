@@ -255,7 +255,7 @@ impl TimestreamConfiguration {
                 .measure_name_column
                 .as_ref()
                 .and(m.measure_name.clone()),
-            name,
+            name: Some(name),
             column,
             kind: m.measure_value_type,
             attributes: attrs,
