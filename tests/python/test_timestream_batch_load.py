@@ -81,7 +81,7 @@ def _rows(ts_query, sql: str) -> list[list[str]]:
 
 def test_multi_measure_csv_loads_and_refused_lines_are_reported(ts, ts_write, ts_query, server, tmp_path):
     table = ts.table(memory_hours=24, magnetic_days=30)
-    bucket = table.table.lower().replace("_", "-")[:40]
+    bucket = table.name.lower().replace("_", "-")[:40]
     src = server.data_dir / "buckets" / bucket / "in"
     src.mkdir(parents=True)
     now_ms = int(time.time() * 1000) - 60_000
@@ -96,7 +96,7 @@ def test_multi_measure_csv_loads_and_refused_lines_are_reported(ts, ts_write, ts
     (src / "b.csv").write_text(f"time,host,region,cpu,mem\n{now_ms},h9,us,1.25,7\n")
     (server.data_dir / "buckets" / bucket / "elsewhere.csv").write_text("ignored\n")
 
-    task = _create(ts_write, table.db, table.table, bucket, "in/", RecordVersion=2)
+    task = _create(ts_write, table.db, table.name, bucket, "in/", RecordVersion=2)
     d = _wait(ts_write, task)
     assert d["TaskStatus"] == "FAILED", d
     p = d["ProgressReport"]
@@ -118,13 +118,13 @@ def test_multi_measure_csv_loads_and_refused_lines_are_reported(ts, ts_write, ts
 
     (row,) = _rows(
         ts_query,
-        f'SELECT count(*), sum(memory), count(DISTINCT hostname), max(cpu) FROM "{table.db}"."{table.table}"',
+        f'SELECT count(*), sum(memory), count(DISTINCT hostname), max(cpu) FROM "{table.db}"."{table.name}"',
     )
     assert row == ["301", str(expected_mem + 7), "4", "149.5"], row
 
     listed = ts_write.list_batch_load_tasks(TaskStatus="FAILED")["BatchLoadTasks"]
     (mine,) = [t for t in listed if t["TaskId"] == task]
-    assert mine["DatabaseName"] == table.db and mine["TableName"] == table.table
+    assert mine["DatabaseName"] == table.db and mine["TableName"] == table.name
 
 
 def test_mixed_mappings_csv_options_and_file_urls(ts, ts_write, ts_query, tmp_path):
@@ -139,7 +139,7 @@ def test_mixed_mappings_csv_options_and_file_urls(ts, ts_write, ts_query, tmp_pa
     task = _create(
         ts_write,
         table.db,
-        table.table,
+        table.name,
         f"file://{tmp_path}",
         "data",
         model=_model(multi=False),
@@ -151,7 +151,7 @@ def test_mixed_mappings_csv_options_and_file_urls(ts, ts_write, ts_query, tmp_pa
     rows = _rows(
         ts_query,
         f'SELECT measure_name, host, coalesce(CAST(measure_value::double AS VARCHAR), measure_value::varchar) '
-        f'FROM "{table.db}"."{table.table}" ORDER BY measure_name',
+        f'FROM "{table.db}"."{table.name}" ORDER BY measure_name',
     )
     assert rows == [["cpu", "h1", "0.5"], ["state", "h1", "up|ok"]], rows
 
@@ -172,7 +172,7 @@ def test_bad_tasks_are_refused(ts, ts_write, server, change, error, needle):
     (server.data_dir / "buckets" / bucket).mkdir(parents=True, exist_ok=True)
     (server.data_dir / "buckets" / bucket / "a.csv").write_text("time,host,region,cpu,mem\n")
     args = {"bucket": bucket, "prefix": "a", "model": None, "csv": None}
-    target = {"TargetTableName": table.table}
+    target = {"TargetTableName": table.name}
     for k, v in change.items():
         (target if k == "TargetTableName" else args)[k] = v
     with pytest.raises(ClientError) as e:
