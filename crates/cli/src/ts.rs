@@ -9,6 +9,7 @@
 
 mod import;
 mod input;
+mod unload;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -21,6 +21,7 @@
 //! position are written again, with the same version and values, which replaces
 //! them unchanged.
 
+mod run;
 pub mod source;
 pub mod wire;
 
@@ -36,7 +37,7 @@ use serde_json::{Value as Json, json};
 use crate::error::{Error, Result};
 use crate::mapping::Spec;
 use crate::report;
-use crate::sink::{self, Rejection, Written};
+use crate::sink::Rejection;
 use crate::stored::JobTable;
 use wire::{DataModelConfiguration, DataSourceConfiguration, ReportConfiguration};
 
@@ -179,18 +180,6 @@ fn task_id(now_ms: i64, count: u64) -> String {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     format!("{:016X}{:016X}", now_ms, z ^ (z >> 31))
-}
-
-/// `[start, end]` pairs of consecutive line numbers.
-fn line_ranges(lines: &[u64]) -> Vec<[u64; 2]> {
-    let mut out: Vec<[u64; 2]> = Vec::new();
-    for &l in lines {
-        match out.last_mut() {
-            Some(r) if l == r[1] + 1 || l == r[1] => r[1] = l,
-            _ => out.push([l, l]),
-        }
-    }
-    out
 }
 
 impl BatchLoads {
@@ -375,257 +364,6 @@ impl BatchLoads {
         };
         self.save(&t)?;
         Ok(t)
-    }
-
-    /// Runs a task from its position to the end.
-    fn run(&self, id: &str) -> Result<()> {
-        let task = self.update(id, |t| t.status = Status::InProgress)?;
-        let csv_config = task.source.csv_configuration.clone().unwrap_or_default();
-        let null_value = csv_config.null_value.clone();
-        for (index, (name, _)) in task.files.iter().enumerate().skip(task.next_file) {
-            let skip = if index == task.next_file {
-                task.lines_done
-            } else {
-                1
-            };
-            let path = task.source_dir.join(name);
-            let outcome = self.load_file(
-                &task,
-                &path,
-                &csv_config,
-                null_value.as_deref(),
-                index,
-                skip,
-            );
-            if let Err(e) = outcome {
-                self.update(id, |t| {
-                    t.progress.file_failures += 1;
-                    t.file_errors.insert(name.clone(), e.to_string());
-                    t.next_file = index + 1;
-                    t.lines_done = 1;
-                })?;
-            }
-        }
-        self.finish(id, None)
-    }
-
-    /// Reads one file from line `skip + 1` on; saves the position after each chunk.
-    fn load_file(
-        &self,
-        task: &Task,
-        path: &std::path::Path,
-        config: &wire::CsvConfiguration,
-        null_value: Option<&str>,
-        index: usize,
-        skip: u64,
-    ) -> Result<()> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| Error::invalid(format!("Cannot open {}: {e}", path.display())))?;
-        let mut reader = source::reader(config, std::io::BufReader::new(file))?;
-        let header: Vec<String> = reader
-            .headers()
-            .map_err(|e| Error::invalid(format!("Cannot read the header: {e}")))?
-            .iter()
-            .map(|h| h.trim_start_matches('\u{feff}').to_string())
-            .collect();
-        let model = task.spec.bind(&header).map_err(Error::invalid)?;
-        let name = task.files[index].0.clone();
-        let mut record = csv::StringRecord::new();
-        let mut rows = Vec::with_capacity(CHUNK_ROWS);
-        let mut numbers = Vec::with_capacity(CHUNK_ROWS);
-        // The line of the last row handled (the header is line 1).
-        let mut lines_done = skip;
-        let mut bytes_at = reader.position().byte();
-        loop {
-            let more = match reader.read_record(&mut record) {
-                Ok(more) => more,
-                Err(e) => {
-                    // A malformed row: count it and go on from the next one.
-                    let line = e.position().map_or(0, csv::Position::line);
-                    self.flush(
-                        task,
-                        &model,
-                        index,
-                        &name,
-                        &mut rows,
-                        &mut numbers,
-                        lines_done,
-                        0,
-                    )?;
-                    self.update(&task.id, |t| {
-                        t.progress.parse_failures += 1;
-                        t.refused.entry(name.clone()).or_default().push(Rejection {
-                            row: line,
-                            reason: format!("The row cannot be read as CSV: {e}"),
-                        });
-                    })?;
-                    continue;
-                }
-            };
-            if !more {
-                break;
-            }
-            let line = record
-                .position()
-                .map_or(lines_done + 1, csv::Position::line);
-            if line <= skip {
-                continue;
-            }
-            lines_done = line;
-            if record.as_slice().len() > source::MAX_ROW_BYTES || record.len() != header.len() {
-                self.update(&task.id, |t| {
-                    t.progress.parse_failures += 1;
-                    t.refused.entry(name.clone()).or_default().push(Rejection {
-                        row: line,
-                        reason: format!(
-                            "The row has {} fields and {} bytes; the header has {} fields, and a row may hold {} bytes.",
-                            record.len(),
-                            record.as_slice().len(),
-                            header.len(),
-                            source::MAX_ROW_BYTES
-                        ),
-                    });
-                })?;
-                continue;
-            }
-            rows.push(source::cells(&record, null_value));
-            numbers.push(line);
-            if rows.len() >= CHUNK_ROWS {
-                let pos = reader.position().byte();
-                self.flush(
-                    task,
-                    &model,
-                    index,
-                    &name,
-                    &mut rows,
-                    &mut numbers,
-                    lines_done,
-                    pos - bytes_at,
-                )?;
-                bytes_at = pos;
-            }
-        }
-        let pos = reader.position().byte();
-        self.flush(
-            task,
-            &model,
-            index,
-            &name,
-            &mut rows,
-            &mut numbers,
-            lines_done,
-            pos - bytes_at,
-        )?;
-        self.update(&task.id, |t| {
-            t.next_file = index + 1;
-            t.lines_done = 1;
-        })?;
-        Ok(())
-    }
-
-    /// Writes the rows gathered and saves the position after them.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one chunk of one file of one task"
-    )]
-    fn flush(
-        &self,
-        task: &Task,
-        model: &crate::mapping::Model,
-        index: usize,
-        name: &str,
-        rows: &mut Vec<Vec<Option<String>>>,
-        numbers: &mut Vec<u64>,
-        lines_done: u64,
-        bytes: u64,
-    ) -> Result<()> {
-        if rows.is_empty() && bytes == 0 {
-            return Ok(());
-        }
-        let mut written = Written::default();
-        let to = sink::Destination {
-            database: &task.database,
-            table: &task.table,
-            model,
-            version: task.version,
-        };
-        sink::write_rows(&self.ts, to, rows, numbers, &mut written)?;
-        rows.clear();
-        numbers.clear();
-        self.update(&task.id, |t| {
-            t.progress.records_processed += written.rows;
-            t.progress.records_ingested += written.records;
-            t.progress.parse_failures += written.parse_failures;
-            t.progress.record_ingestion_failures += written.ingestion_failures;
-            t.progress.bytes_metered += bytes;
-            if !written.rejected.is_empty() {
-                let list = t.refused.entry(name.to_string()).or_default();
-                let room = sink::MAX_REJECTIONS_KEPT.saturating_sub(list.len());
-                list.extend(written.rejected.into_iter().take(room));
-            }
-            t.next_file = index;
-            t.lines_done = lines_done;
-        })?;
-        Ok(())
-    }
-
-    /// Ends a task: SUCCEEDED, or FAILED with a report.
-    fn finish(&self, id: &str, failure: Option<String>) -> Result<()> {
-        let task = self.task(id)?;
-        let p = task.progress;
-        let failed = failure.is_some()
-            || p.parse_failures + p.record_ingestion_failures + p.file_failures > 0;
-        let message = failure.clone().or_else(|| {
-            failed.then(|| {
-                format!(
-                    "{} rows could not be parsed, {} records were refused and {} files could not be read; see the error report.",
-                    p.parse_failures, p.record_ingestion_failures, p.file_failures
-                )
-            })
-        });
-        if failed && let Some(r) = &task.report.report_s3_configuration {
-            let mut file_errors: Vec<Json> = Vec::new();
-            for (file, list) in &task.refused {
-                let mut by_reason: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-                for rej in list {
-                    by_reason
-                        .entry(rej.reason.as_str())
-                        .or_default()
-                        .push(rej.row);
-                }
-                let errors: Vec<Json> = by_reason
-                    .into_iter()
-                    .map(|(reason, mut lines)| {
-                        lines.sort_unstable();
-                        json!({"reason": reason, "lineRanges": line_ranges(&lines)})
-                    })
-                    .collect();
-                file_errors.push(json!({"fileName": file, "errors": errors}));
-            }
-            for (file, reason) in &task.file_errors {
-                file_errors.push(
-                    json!({"fileName": file, "errors": [{"reason": reason, "lineRanges": []}]}),
-                );
-            }
-            let task_errors: Vec<Json> = failure.iter().map(|f| json!({"reason": f})).collect();
-            let body = json!({"taskId": id, "taskErrors": task_errors, "fileErrors": file_errors});
-            report::write(
-                &self.bucket_dir,
-                &r.bucket_name,
-                r.object_key_prefix.as_deref(),
-                &format!("{id}.json"),
-                &body,
-            )?;
-        }
-        self.update(id, |t| {
-            t.status = if failed {
-                Status::Failed
-            } else {
-                Status::Succeeded
-            };
-            t.error = message;
-        })?;
-        Ok(())
     }
 
     /// DescribeBatchLoadTask: the `BatchLoadTaskDescription` member.
