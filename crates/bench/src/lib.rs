@@ -34,3 +34,4 @@ pub mod patterns;
 pub mod sql;
 pub mod store;
 pub mod tsbs;
+pub mod unload;

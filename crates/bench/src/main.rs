@@ -6,7 +6,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use almanac_bench::{engine, grpc, ingest, patterns, sql, tsbs};
+use almanac_bench::{engine, grpc, ingest, patterns, sql, tsbs, unload};
 use clap::{Parser, Subcommand};
 
 /// Almanac's benchmarks: each prints what it did and what it measured.
@@ -33,6 +33,9 @@ enum Command {
     Ingest(ingest::IngestArgs),
     /// The TSBS devops queries through SQL on an embedded TSBS cpu data set.
     Sql(sql::SqlBenchArgs),
+    /// Write a TSBS-shaped table as CSV and as UNLOAD's CSV and Parquet directories
+    /// (the input of scripts/bench-import).
+    UnloadFiles(unload::UnloadArgs),
 }
 
 /// Transparent huge pages off, as in the `almanac` binary (its `without_huge_pages`
@@ -51,5 +54,6 @@ fn main() -> anyhow::Result<()> {
         Command::Tsbs(args) => tsbs::run(args),
         Command::Ingest(args) => ingest::run(args),
         Command::Sql(args) => sql::run(args),
+        Command::UnloadFiles(args) => unload::run(args),
     }
 }
