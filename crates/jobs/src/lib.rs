@@ -17,6 +17,8 @@
 pub mod batch;
 mod error;
 pub mod mapping;
+pub mod measures;
+mod paging;
 pub mod report;
 pub mod rows;
 pub mod scheduled;

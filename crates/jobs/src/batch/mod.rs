@@ -36,9 +36,9 @@ use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
 use crate::mapping::Spec;
-use crate::report;
 use crate::sink::Rejection;
 use crate::stored::JobTable;
+use crate::{paging, report};
 use wire::{DataModelConfiguration, DataSourceConfiguration, ReportConfiguration};
 
 /// Rows written between two saved positions.
@@ -401,26 +401,12 @@ impl BatchLoads {
         next_token: Option<&str>,
         status: Option<Status>,
     ) -> Result<(Vec<Json>, Option<String>)> {
-        let max = match max_results {
-            None => MAX_LIST_RESULTS,
-            Some(n) if (1..=MAX_LIST_RESULTS as i64).contains(&n) => n as usize,
-            Some(n) => {
-                return Err(Error::invalid(format!(
-                    "MaxResults {n} is outside [1, {MAX_LIST_RESULTS}]."
-                )));
-            }
-        };
+        let max = paging::max_results(max_results, MAX_LIST_RESULTS)?;
         let tasks = self.tasks();
-        let mut page: Vec<&Task> = tasks
+        let matching = tasks
             .values()
-            .filter(|t| next_token.is_none_or(|n| t.id.as_str() > n))
-            .filter(|t| status.is_none_or(|s| t.status == s))
-            .take(max + 1)
-            .collect();
-        let next = (page.len() > max).then(|| {
-            page.truncate(max);
-            page.last().map(|t| t.id.clone())
-        });
+            .filter(|t| status.is_none_or(|s| t.status == s));
+        let (page, next) = paging::page(matching, next_token, max, |t| t.id.as_str());
         let items = page
             .iter()
             .map(|t| {
@@ -438,7 +424,7 @@ impl BatchLoads {
                 o
             })
             .collect();
-        Ok((items, next.flatten()))
+        Ok((items, next))
     }
 
     /// ResumeBatchLoadTask: continues a stopped task from its kept position.

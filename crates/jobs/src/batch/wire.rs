@@ -5,9 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use almanac_timeseries::MeasureType;
-
-use crate::mapping::{AttributeSpec, DimensionSpec, MeasuresSpec, MixedSpec, Spec};
+use crate::mapping::{DimensionSpec, Spec};
+use crate::measures::{self, MixedMeasureMapping, MultiMeasureMappings};
 
 /// `DataModelConfiguration`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -65,51 +64,6 @@ pub struct DimensionMapping {
     /// `DestinationColumn` (default: the source column).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_column: Option<String>,
-}
-
-/// `MultiMeasureMappings`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct MultiMeasureMappings {
-    /// `TargetMultiMeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_multi_measure_name: Option<String>,
-    /// `MultiMeasureAttributeMappings`.
-    pub multi_measure_attribute_mappings: Vec<AttributeMapping>,
-}
-
-/// `MultiMeasureAttributeMapping`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct AttributeMapping {
-    /// `SourceColumn`.
-    pub source_column: String,
-    /// `TargetMultiMeasureAttributeName` (default: the source column).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_multi_measure_attribute_name: Option<String>,
-    /// `MeasureValueType`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure_value_type: Option<MeasureType>,
-}
-
-/// `MixedMeasureMapping`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct MixedMeasureMapping {
-    /// `MeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure_name: Option<String>,
-    /// `SourceColumn`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_column: Option<String>,
-    /// `TargetMeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_measure_name: Option<String>,
-    /// `MeasureValueType`.
-    pub measure_value_type: MeasureType,
-    /// `MultiMeasureAttributeMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multi_measure_attribute_mappings: Option<Vec<AttributeMapping>>,
 }
 
 /// `DataSourceConfiguration`.
@@ -183,37 +137,6 @@ pub struct ReportLocation {
     pub kms_key_id: Option<String>,
 }
 
-fn attributes(list: &mut [AttributeMapping]) -> Result<Vec<AttributeSpec>, String> {
-    list.iter_mut()
-        .map(|a| {
-            let kind = match a.measure_value_type {
-                Some(MeasureType::Multi) => {
-                    return Err(format!(
-                        "MultiMeasureAttributeMapping {:?}: MULTI is not a type of an attribute.",
-                        a.source_column
-                    ));
-                }
-                Some(k) => k,
-                None => {
-                    return Err(format!(
-                        "MultiMeasureAttributeMapping {:?} needs MeasureValueType.",
-                        a.source_column
-                    ));
-                }
-            };
-            let name = a
-                .target_multi_measure_attribute_name
-                .get_or_insert_with(|| a.source_column.clone())
-                .clone();
-            Ok(AttributeSpec {
-                column: a.source_column.clone(),
-                name,
-                kind,
-            })
-        })
-        .collect()
-}
-
 impl DataModel {
     /// The mapping, checked; fills the defaults the service echoes.
     pub fn spec(&mut self) -> Result<Spec, String> {
@@ -247,37 +170,12 @@ impl DataModel {
             })
             .collect::<Result<_, String>>()?;
         let mnc = self.measure_name_column.clone();
-        let measures = match (
+        let measures = measures::read(
             &mut self.multi_measure_mappings,
             &mut self.mixed_measure_mappings,
-        ) {
-            (Some(m), None) => {
-                if m.target_multi_measure_name.is_none() && mnc.is_none() {
-                    return Err(
-                        "MultiMeasureMappings needs TargetMultiMeasureName or a MeasureNameColumn."
-                            .into(),
-                    );
-                }
-                if m.multi_measure_attribute_mappings.is_empty() {
-                    return Err("MultiMeasureAttributeMappings must not be empty.".into());
-                }
-                MeasuresSpec::Multi {
-                    name: m.target_multi_measure_name.clone(),
-                    attributes: attributes(&mut m.multi_measure_attribute_mappings)?,
-                }
-            }
-            (None, Some(list)) if !list.is_empty() => MeasuresSpec::Mixed(
-                list.iter_mut()
-                    .map(|m| mixed(m, mnc.is_some()))
-                    .collect::<Result<_, String>>()?,
-            ),
-            (Some(_), Some(_)) => {
-                return Err("Give MultiMeasureMappings or MixedMeasureMappings, not both.".into());
-            }
-            (None, _) => {
-                return Err("DataModel needs MultiMeasureMappings or MixedMeasureMappings.".into());
-            }
-        };
+            mnc.as_deref(),
+            "DataModel",
+        )?;
         Ok(Spec {
             time_column,
             time_unit,
@@ -286,46 +184,4 @@ impl DataModel {
             measures,
         })
     }
-}
-
-fn mixed(m: &mut MixedMeasureMapping, has_name_column: bool) -> Result<MixedSpec, String> {
-    if has_name_column && m.measure_name.is_none() {
-        return Err(
-            "Each MixedMeasureMapping needs MeasureName when MeasureNameColumn is given.".into(),
-        );
-    }
-    let multi = m.measure_value_type == MeasureType::Multi;
-    let name = m
-        .target_measure_name
-        .clone()
-        .or_else(|| m.measure_name.clone())
-        .or_else(|| (!multi).then(|| m.source_column.clone()).flatten())
-        .ok_or("A MixedMeasureMapping needs TargetMeasureName, MeasureName or SourceColumn.")?;
-    let (column, attrs) = if multi {
-        let list = m
-            .multi_measure_attribute_mappings
-            .get_or_insert_with(Vec::new);
-        if list.is_empty() {
-            return Err(format!(
-                "MixedMeasureMapping {name:?} of type MULTI needs MultiMeasureAttributeMappings."
-            ));
-        }
-        (None, attributes(list)?)
-    } else {
-        let c = m.source_column.clone().ok_or_else(|| {
-            format!("MixedMeasureMapping {name:?} of a single value needs SourceColumn.")
-        })?;
-        (Some(c), Vec::new())
-    };
-    Ok(MixedSpec {
-        when: if has_name_column {
-            m.measure_name.clone()
-        } else {
-            None
-        },
-        name: Some(name),
-        column,
-        kind: m.measure_value_type,
-        attributes: attrs,
-    })
 }

@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
-use crate::report;
 use crate::stored::JobTable;
+use crate::{paging, report};
 use schedule::Schedule;
 use wire::{
     ErrorReportConfiguration, NotificationConfiguration, ScheduleConfiguration, TargetConfiguration,
@@ -367,25 +367,9 @@ impl ScheduledQueries {
         max_results: Option<i64>,
         next_token: Option<&str>,
     ) -> Result<(Vec<Json>, Option<String>)> {
-        let max = match max_results {
-            None => MAX_LIST_RESULTS,
-            Some(n) if (1..=MAX_LIST_RESULTS as i64).contains(&n) => n as usize,
-            Some(n) => {
-                return Err(Error::invalid(format!(
-                    "MaxResults {n} is outside [1, {MAX_LIST_RESULTS}]."
-                )));
-            }
-        };
+        let max = paging::max_results(max_results, MAX_LIST_RESULTS)?;
         let defs = self.defs();
-        let mut page: Vec<&Definition> = defs
-            .values()
-            .filter(|d| next_token.is_none_or(|t| d.name.as_str() > t))
-            .take(max + 1)
-            .collect();
-        let next = (page.len() > max).then(|| {
-            page.truncate(max);
-            page.last().map(|d| d.name.clone())
-        });
+        let (page, next) = paging::page(defs.values(), next_token, max, |d| d.name.as_str());
         let items = page
             .iter()
             .map(|d| {
@@ -416,7 +400,7 @@ impl ScheduledQueries {
                 o
             })
             .collect();
-        Ok((items, next.flatten()))
+        Ok((items, next))
     }
 
     /// UpdateScheduledQuery: sets the state. Enabling moves the next invocation to

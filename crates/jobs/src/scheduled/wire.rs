@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mapping::{AttributeSpec, DimensionSpec, MeasuresSpec, MixedSpec, Spec};
-use almanac_timeseries::MeasureType;
+use crate::mapping::{DimensionSpec, Spec};
+use crate::measures::{self, MixedMeasureMapping, MultiMeasureMappings};
 
 /// `ScheduleConfiguration`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,71 +96,6 @@ pub struct DimensionMapping {
     pub dimension_value_type: String,
 }
 
-/// `MultiMeasureMappings`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct MultiMeasureMappings {
-    /// `TargetMultiMeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_multi_measure_name: Option<String>,
-    /// `MultiMeasureAttributeMappings`.
-    pub multi_measure_attribute_mappings: Vec<MultiMeasureAttributeMapping>,
-}
-
-/// `MultiMeasureAttributeMapping`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct MultiMeasureAttributeMapping {
-    /// `SourceColumn`.
-    pub source_column: String,
-    /// `TargetMultiMeasureAttributeName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_multi_measure_attribute_name: Option<String>,
-    /// `MeasureValueType`.
-    pub measure_value_type: MeasureType,
-}
-
-/// `MixedMeasureMapping`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct MixedMeasureMapping {
-    /// `MeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure_name: Option<String>,
-    /// `SourceColumn`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_column: Option<String>,
-    /// `TargetMeasureName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_measure_name: Option<String>,
-    /// `MeasureValueType`.
-    pub measure_value_type: MeasureType,
-    /// `MultiMeasureAttributeMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multi_measure_attribute_mappings: Option<Vec<MultiMeasureAttributeMapping>>,
-}
-
-fn attributes(list: &[MultiMeasureAttributeMapping]) -> Result<Vec<AttributeSpec>, String> {
-    list.iter()
-        .map(|a| {
-            if a.measure_value_type == MeasureType::Multi {
-                return Err(format!(
-                    "MultiMeasureAttributeMapping {:?}: MeasureValueType MULTI is not a type of an attribute.",
-                    a.source_column
-                ));
-            }
-            Ok(AttributeSpec {
-                column: a.source_column.clone(),
-                name: a
-                    .target_multi_measure_attribute_name
-                    .clone()
-                    .unwrap_or_else(|| a.source_column.clone()),
-                kind: a.measure_value_type,
-            })
-        })
-        .collect()
-}
-
 impl TimestreamConfiguration {
     /// The mapping, checked as the service checks it: exactly one of the two kinds of
     /// measure mappings; a multi-measure mapping names its measure or has a
@@ -175,37 +110,13 @@ impl TimestreamConfiguration {
                 ));
             }
         }
-        let measures = match (&self.multi_measure_mappings, &self.mixed_measure_mappings) {
-            (Some(m), None) => {
-                if m.target_multi_measure_name.is_none() && self.measure_name_column.is_none() {
-                    return Err(
-                        "MultiMeasureMappings needs TargetMultiMeasureName or a MeasureNameColumn."
-                            .into(),
-                    );
-                }
-                if m.multi_measure_attribute_mappings.is_empty() {
-                    return Err("MultiMeasureAttributeMappings must not be empty.".into());
-                }
-                MeasuresSpec::Multi {
-                    name: m.target_multi_measure_name.clone(),
-                    attributes: attributes(&m.multi_measure_attribute_mappings)?,
-                }
-            }
-            (None, Some(list)) if !list.is_empty() => MeasuresSpec::Mixed(
-                list.iter()
-                    .map(|m| self.mixed(m))
-                    .collect::<Result<_, String>>()?,
-            ),
-            (None, _) => {
-                return Err(
-                    "TargetConfiguration needs MultiMeasureMappings or MixedMeasureMappings."
-                        .into(),
-                );
-            }
-            (Some(_), Some(_)) => {
-                return Err("Give MultiMeasureMappings or MixedMeasureMappings, not both.".into());
-            }
-        };
+        // Read from a copy: Describe answers the mappings as given.
+        let measures = measures::read(
+            &mut self.multi_measure_mappings.clone(),
+            &mut self.mixed_measure_mappings.clone(),
+            self.measure_name_column.as_deref(),
+            "TargetConfiguration",
+        )?;
         Ok(Spec {
             time_column: self.time_column.clone(),
             time_unit: "NANOSECONDS".into(),
@@ -219,46 +130,6 @@ impl TimestreamConfiguration {
                 .collect(),
             measure_name_column: self.measure_name_column.clone(),
             measures,
-        })
-    }
-
-    fn mixed(&self, m: &MixedMeasureMapping) -> Result<MixedSpec, String> {
-        if self.measure_name_column.is_some() && m.measure_name.is_none() {
-            return Err(
-                "Each MixedMeasureMapping needs MeasureName when MeasureNameColumn is given."
-                    .into(),
-            );
-        }
-        let multi = m.measure_value_type == MeasureType::Multi;
-        let name = m
-            .target_measure_name
-            .clone()
-            .or_else(|| m.measure_name.clone())
-            .or_else(|| (!multi).then(|| m.source_column.clone()).flatten())
-            .ok_or("A MixedMeasureMapping needs TargetMeasureName, MeasureName or SourceColumn.")?;
-        let (column, attrs) = if multi {
-            let list = m.multi_measure_attribute_mappings.as_deref().unwrap_or(&[]);
-            if list.is_empty() {
-                return Err(format!(
-                    "MixedMeasureMapping {name:?} of type MULTI needs MultiMeasureAttributeMappings."
-                ));
-            }
-            (None, attributes(list)?)
-        } else {
-            let c = m.source_column.clone().ok_or_else(|| {
-                format!("MixedMeasureMapping {name:?} of a single value needs SourceColumn.")
-            })?;
-            (Some(c), Vec::new())
-        };
-        Ok(MixedSpec {
-            when: self
-                .measure_name_column
-                .as_ref()
-                .and(m.measure_name.clone()),
-            name: Some(name),
-            column,
-            kind: m.measure_value_type,
-            attributes: attrs,
         })
     }
 }
