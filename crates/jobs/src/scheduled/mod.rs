@@ -485,15 +485,16 @@ impl ScheduledQueries {
         let started = std::time::Instant::now();
         let trigger_ms = now_ms(&*self.clock);
         let target = def.target.as_ref().map(target_of).transpose();
-        let outcome = match target {
+        let mut done = run::Outcome::default();
+        let result = match target {
             Ok(t) => {
                 run::execute(
                     &self.sql,
                     &self.ts,
                     &def.query,
                     t.as_ref(),
-                    invocation_ms,
-                    trigger_ms,
+                    (invocation_ms, trigger_ms),
+                    &mut done,
                 )
                 .await
             }
@@ -503,22 +504,20 @@ impl ScheduledQueries {
             Trigger::Auto => ("AUTO_TRIGGER_SUCCESS", "AUTO_TRIGGER_FAILURE"),
             Trigger::Manual => ("MANUAL_TRIGGER_SUCCESS", "MANUAL_TRIGGER_FAILURE"),
         };
-        let (failure, rows, result_rows, records) = match &outcome {
-            Ok(o) if !o.written.any_refused() => {
-                (None, Vec::new(), o.result_rows, o.written.records)
-            }
-            Ok(o) => (
-                Some(format!(
-                    "Of {} result rows, {}; see the error report.",
-                    o.result_rows,
-                    o.written.refusals()
-                )),
-                o.written.rejected.clone(),
-                o.result_rows,
-                o.written.records,
-            ),
-            Err(e) => (Some(e.to_string()), Vec::new(), 0, 0),
+        let failure = match &result {
+            Err(e) => Some(e.to_string()),
+            Ok(()) if done.written.any_refused() => Some(format!(
+                "Of {} result rows, {}; see the error report.",
+                done.result_rows,
+                done.written.refusals()
+            )),
+            Ok(()) => None,
         };
+        let (rows, result_rows, records) = (
+            done.written.rejected.clone(),
+            done.result_rows,
+            done.written.records,
+        );
         let report = failure.as_ref().and_then(|reason| {
             let s3 = &def.error_report.s3_configuration;
             let object = format!("{}/{invocation_ms}-{trigger_ms}.json", def.name);

@@ -104,15 +104,16 @@ pub struct Outcome {
     pub written: Written,
 }
 
-/// Runs `sql` at `invocation_ms`, writing into `target` with `version`.
+/// Runs `sql` at `invocation_ms`, writing into `target` with `version`; `out` counts
+/// what was done, also when the run fails part way.
 pub async fn execute(
     sql_engine: &SqlEngine,
     ts: &Arc<TimeSeries<EmbeddedStore>>,
     sql: &str,
     target: Option<&Target>,
-    invocation_ms: i64,
-    version: i64,
-) -> Result<Outcome> {
+    (invocation_ms, version): (i64, i64),
+    out: &mut Outcome,
+) -> Result<()> {
     let prepared = sql_engine
         .prepare(sql, &Scope::default(), Some(parameters(invocation_ms)))
         .await?;
@@ -127,7 +128,6 @@ pub async fn execute(
         None => None,
     };
     let (mut stream, _) = prepared.stream().await?;
-    let mut out = Outcome::default();
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(almanac_sql::Error::from)?;
         let numbers: Vec<u64> =
@@ -139,17 +139,20 @@ pub async fn execute(
         let rows = crate::rows::text_rows(batch.columns())?;
         let (ts, target, model) = (Arc::clone(ts), target.clone(), model.clone());
         let mut written = std::mem::take(&mut out.written);
-        out.written = tokio::task::spawn_blocking(move || {
+        let (written, result) = tokio::task::spawn_blocking(move || {
             let to = sink::Destination {
                 database: &target.database,
                 table: &target.table,
                 model: &model,
                 version: Some(version),
             };
-            sink::write_rows(&ts, to, &rows, &numbers, &mut written).map(|()| written)
+            let result = sink::write_rows(&ts, to, &rows, &numbers, &mut written);
+            (written, result)
         })
         .await
-        .map_err(|e| Error::Internal(format!("a scheduled run's write task failed: {e}")))??;
+        .map_err(|e| Error::Internal(format!("a scheduled run's write task failed: {e}")))?;
+        out.written = written;
+        result?;
     }
-    Ok(out)
+    Ok(())
 }
