@@ -3,7 +3,8 @@
 //! byte, so string literals and positions elsewhere are untouched):
 //! - `measure_value::double` (Timestream's column name, which DataFusion would read
 //!   as a cast) becomes the quoted identifier `"measure_value::double"`;
-//! - duration literals `15s`, `1h`, `500ms`, `2d` become `INTERVAL '15 seconds'`, …;
+//! - duration literals `15s`, `1h`, `500ms`, `2d`, `12second`, `1.5h` become
+//!   `INTERVAL '15 seconds'`, …;
 //! - GoogleSQL parameters `@name` become DataFusion's `$name`;
 //! - GoogleSQL bytes literals `b'…'` (with their `\xHH`, `\n`, … escapes) become hex
 //!   literals `X'…'`;
@@ -37,16 +38,20 @@ use crate::error::{Error, Result};
 /// Timestream's scalar type names that follow `measure_value::`.
 const VALUE_TYPES: [&str; 5] = ["double", "bigint", "varchar", "boolean", "timestamp"];
 
-/// The interval spelling of a duration unit.
+/// The interval spelling of a duration unit: Timestream's short and long names (the
+/// long ones not pluralized, as Timestream writes them), and `y`/`year`/`month` for
+/// its year-to-month intervals. Case matters, as in Timestream (`1M` is no unit).
 fn unit_name(unit: &str) -> Option<&'static str> {
     Some(match unit {
-        "ns" => "nanoseconds",
-        "us" => "microseconds",
-        "ms" => "milliseconds",
-        "s" => "seconds",
-        "m" => "minutes",
-        "h" => "hours",
-        "d" => "days",
+        "ns" | "nanosecond" => "nanoseconds",
+        "us" | "microsecond" => "microseconds",
+        "ms" | "millisecond" => "milliseconds",
+        "s" | "second" => "seconds",
+        "m" | "minute" => "minutes",
+        "h" | "hour" => "hours",
+        "d" | "day" => "days",
+        "y" | "year" => "years",
+        "month" => "months",
         _ => return None,
     })
 }
@@ -343,11 +348,13 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
             i += 1;
             continue;
         }
+        // A fraction (`1.5h`) is a duration too: Timestream's literal is "a numeric
+        // value", and DataFusion's interval text takes fractions of every unit.
         if let Token::Number(n, false) = tok
             && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
             && w.quote_style.is_none()
             && let Some(unit) = unit_name(&w.value)
-            && n.chars().all(|c| c.is_ascii_digit())
+            && is_duration_number(n)
         {
             out.push_str(&format!("INTERVAL '{n} {unit}'"));
             i += 2;
@@ -357,6 +364,16 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether `n` is the number of a duration literal: digits, at most one `.` between
+/// digits (no exponent, no sign).
+fn is_duration_number(n: &str) -> bool {
+    let mut parts = n.split('.');
+    let whole = parts.next().unwrap_or_default();
+    let fraction = parts.next();
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    parts.next().is_none() && digits(whole) && fraction.is_none_or(digits)
 }
 
 /// The bytes of a GoogleSQL literal's text: `\xHH`, octal `\NNN`, `\uHHHH` and
@@ -524,6 +541,18 @@ mod tests {
         assert_eq!(rw("ago(1h)"), "ago(INTERVAL '1 hours')");
         assert_eq!(rw("LIMIT 10 m"), "LIMIT 10 m");
         assert_eq!(rw("SELECT '15s', 2d"), "SELECT '15s', INTERVAL '2 days'");
+        assert_eq!(
+            rw("ago(12second) + 21hour - 1ms"),
+            "ago(INTERVAL '12 seconds') + INTERVAL '21 hours' - INTERVAL '1 milliseconds'"
+        );
+        assert_eq!(rw("SELECT 1.5h"), "SELECT INTERVAL '1.5 hours'");
+        assert_eq!(
+            rw("SELECT 1year, 8month"),
+            "SELECT INTERVAL '1 years', INTERVAL '8 months'"
+        );
+        // Plurals are not units, as in Timestream; neither is an exponent.
+        assert_eq!(rw("SELECT 2hours"), "SELECT 2hours");
+        assert_eq!(rw("SELECT 1e3s"), "SELECT 1e3s");
     }
 
     #[test]
