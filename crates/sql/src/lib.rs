@@ -28,6 +28,7 @@ mod functions;
 mod googlesql;
 mod interpolate;
 mod keyrange;
+mod lambda_bindings;
 mod latest_join;
 mod metadata;
 mod newest_max;
@@ -311,6 +312,7 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
         .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
         .with_optimizer_rule(Arc::new(newest_max::NewestMax))
         .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
+        .with_physical_optimizer_rule(Arc::new(lambda_bindings::LambdaBindings))
         .build();
     functions::register(&mut state)?;
     googlesql::register(&mut state)?;
