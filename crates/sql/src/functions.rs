@@ -51,6 +51,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         ScalarUDF::from(Interpolate::new(Method::Linear)),
         ScalarUDF::from(Interpolate::new(Method::Locf)),
         ScalarUDF::from(Interpolate::new(Method::Fill)),
+        ScalarUDF::from(Interpolate::new(Method::SplineCubic)),
     ] {
         state.register_udf(Arc::new(f))?;
     }

@@ -40,6 +40,7 @@ pub mod rewrite;
 mod series;
 mod source;
 mod stats;
+mod timeseries_fns;
 mod unpack;
 mod versions;
 
@@ -323,7 +324,10 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
             }
             googlesql::register_dialect(&mut state)?;
         }
-        Dialect::Timestream => presto::register(&mut state)?,
+        Dialect::Timestream => {
+            presto::register(&mut state)?;
+            timeseries_fns::register(&mut state)?;
+        }
     }
     Ok(state)
 }
