@@ -259,7 +259,10 @@ impl SqlEngine {
                     dialect::googlesql_forms(&mut statement);
                     unpack::replace(&mut statement, &ctx).await?;
                 }
-                Dialect::Timestream => dialect::name_unnamed_columns(&mut statement),
+                Dialect::Timestream => {
+                    dialect::timestream_forms(&mut statement);
+                    dialect::name_unnamed_columns(&mut statement);
+                }
             }
             // Again: UNPACK registers its table function on the context.
             let state = ctx.state();

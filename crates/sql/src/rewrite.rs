@@ -5,6 +5,8 @@
 //!   as a cast) becomes the quoted identifier `"measure_value::double"`;
 //! - duration literals `15s`, `1h`, `500ms`, `2d`, `12second`, `1.5h` become
 //!   `INTERVAL '15 seconds'`, …;
+//! - a lambda's body, after `x ->` or `(s, x) ->` in a call's argument list, gets
+//!   parentheses (the parser binds `->` tighter than `AND` and `OR`);
 //! - GoogleSQL parameters `@name` become DataFusion's `$name`;
 //! - GoogleSQL bytes literals `b'…'` (with their `\xHH`, `\n`, … escapes) become hex
 //!   literals `X'…'`;
@@ -348,6 +350,13 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
             i += 1;
             continue;
         }
+        if matches!(tok, Token::Arrow) && lambda_head_before(&tokens, i) {
+            let end = argument_end(&tokens, i + 1);
+            let body: String = (i + 1..end).map(text).collect();
+            out.push_str(&format!("-> ({})", rewrite_with(body.trim(), googlesql)?));
+            i = end;
+            continue;
+        }
         // A fraction (`1.5h`) is a duration too: Timestream's literal is "a numeric
         // value", and DataFusion's interval text takes fractions of every unit.
         if let Token::Number(n, false) = tok
@@ -364,6 +373,56 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether the `->` at token `arrow` ends a lambda's parameters: one name, or names in
+/// parentheses, that begin a function argument (after `(` or `,`).
+fn lambda_head_before(tokens: &[TokenWithSpan], arrow: usize) -> bool {
+    let back = |from: usize| {
+        (0..from)
+            .rev()
+            .find(|&j| !matches!(tokens[j].token, Token::Whitespace(_)))
+    };
+    let starts_argument = |j: Option<usize>| {
+        j.is_some_and(|j| matches!(tokens[j].token, Token::LParen | Token::Comma))
+    };
+    let name = |j: usize| matches!(&tokens[j].token, Token::Word(w) if w.quote_style.is_none());
+    match back(arrow) {
+        Some(j) if name(j) => starts_argument(back(j)),
+        Some(j) if matches!(tokens[j].token, Token::RParen) => {
+            // `(a, b) ->`: names and commas back to the opening parenthesis.
+            let mut k = j;
+            let mut want_name = true;
+            loop {
+                let Some(p) = back(k) else {
+                    return false;
+                };
+                match &tokens[p].token {
+                    _ if want_name && name(p) => want_name = false,
+                    Token::Comma if !want_name => want_name = true,
+                    Token::LParen if !want_name => return starts_argument(back(p)),
+                    _ => return false,
+                }
+                k = p;
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The token index where the argument going on at `from` ends: the `,` or `)` closing
+/// it at depth 0, or the end of the text.
+fn argument_end(tokens: &[TokenWithSpan], from: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, t) in tokens.iter().enumerate().skip(from) {
+        match t.token {
+            Token::LParen | Token::LBracket => depth += 1,
+            Token::RParen | Token::RBracket if depth > 0 => depth -= 1,
+            Token::RParen | Token::RBracket | Token::Comma if depth == 0 => return j,
+            _ => {}
+        }
+    }
+    tokens.len()
 }
 
 /// Whether `n` is the number of a duration literal: digits, at most one `.` between
@@ -553,6 +612,27 @@ mod tests {
         // Plurals are not units, as in Timestream; neither is an exponent.
         assert_eq!(rw("SELECT 2hours"), "SELECT 2hours");
         assert_eq!(rw("SELECT 1e3s"), "SELECT 1e3s");
+    }
+
+    #[test]
+    fn lambda_bodies_are_parenthesized() {
+        // The parser reads `->` as an operator binding tighter than AND/OR: the body
+        // gets parentheses so the whole argument is the lambda's.
+        assert_eq!(
+            rw("filter(ts, x -> x.value < 75 AND x.time > t + 1m)"),
+            "filter(ts, x -> (x.value < 75 AND x.time > t + INTERVAL '1 minutes'))"
+        );
+        assert_eq!(
+            rw("reduce(ts, 0, (s, x) -> s + f(x, 1), s -> s)"),
+            "reduce(ts, 0, (s, x) -> (s + f(x, 1)), s -> (s))"
+        );
+        assert_eq!(
+            rw("f(a, x -> g(x, y -> y OR x))"),
+            "f(a, x -> (g(x, y -> (y OR x))))"
+        );
+        // Not a lambda: an operand before the arrow.
+        assert_eq!(rw("SELECT a + b -> 'k'"), "SELECT a + b -> 'k'");
+        assert_eq!(rw("f((1, x) -> y)"), "f((1, x) -> y)");
     }
 
     #[test]

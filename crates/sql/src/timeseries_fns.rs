@@ -7,6 +7,7 @@
 //! | `non_negative_derivative_linear(series, interval)` | the same without its negative points (a rate of 0 stays) |
 //! | `integral_trapezoidal(series[, interval])` | DOUBLE: the trapezoidal rule, time counted in `interval` (default `1s`); NULL for fewer than two points |
 //! | `correlate_pearson(a, b)`, `correlate_spearman(a, b)`, `correlate_kendall(a, b)` | DOUBLE: the coefficient (Kendall's tau-b) over the points of `a` and `b` at equal times |
+//! | `filter(series, x -> …)`, `reduce(series, initial, (s, x) -> …, s -> …)` | [`lambdas`] |
 //!
 //! The series must be numeric (DOUBLE or BIGINT values); the interval is a constant
 //! duration (`5m`, `INTERVAL '1' HOUR`). Points whose value is NULL are left out
@@ -17,6 +18,7 @@
 //! pairs or when either side is constant. The kernels are in [`numeric`]; the
 //! natural cubic spline of `interpolate_spline_cubic` ([`Spline`]) too.
 
+mod lambdas;
 mod numeric;
 
 use std::sync::Arc;
@@ -56,6 +58,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
             signature: Signature::user_defined(Volatility::Immutable),
         })))?;
     }
+    lambdas::register(state)?;
     Ok(())
 }
 
