@@ -1,7 +1,8 @@
 //! The two SQL dialects Almanac answers, and where they differ.
 //!
 //! - **Timestream** (the Query API, `almanac sql`): Presto's arrays count from 1;
-//!   lambdas `x -> …` and `(s, x) -> …` ([`timestream_forms`]).
+//!   lambdas `x -> …`, `(s, x) -> …` and `CROSS JOIN UNNEST(series) AS t (time, value)`
+//!   ([`timestream_forms`]).
 //! - **GoogleSQL for Bigtable** (ExecuteQuery): arrays count from 0 — `a[0]`,
 //!   `a[OFFSET(0)]`, `a[SAFE_OFFSET(0)]`, `a[ORDINAL(1)]`, `a[SAFE_ORDINAL(1)]`
 //!   ([`ZeroBasedArrays`]); an index outside the array fails the query, but gives
@@ -344,7 +345,7 @@ pub(crate) fn googlesql_forms(statement: &mut DfStatement) {
     }
 }
 
-/// Timestream's forms of [`timestream`]: lambdas.
+/// Timestream's forms of [`timestream`]: lambdas and lateral `UNNEST`.
 pub(crate) fn timestream_forms(statement: &mut DfStatement) {
     match statement {
         DfStatement::Statement(s) => timestream::rewrite(s),
