@@ -369,6 +369,24 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
             i += 2;
             continue;
         }
+        // `2hours` would read as `2 AS hours`: Timestream refuses plural units.
+        if let Token::Number(n, false) = tok
+            && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
+            && w.quote_style.is_none()
+            && let Some(singular) = w.value.strip_suffix('s')
+            && singular.len() > 2
+            && unit_name(singular).is_some()
+            && is_duration_number(n)
+        {
+            return Err(Error::Syntax {
+                message: format!(
+                    "{n}{}: interval units are not pluralized; write {n}{singular}",
+                    w.value
+                ),
+                line: tokens[i].span.start.line,
+                column: tokens[i].span.start.column,
+            });
+        }
         out.push_str(text(i));
         i += 1;
     }
@@ -609,9 +627,13 @@ mod tests {
             rw("SELECT 1year, 8month"),
             "SELECT INTERVAL '1 years', INTERVAL '8 months'"
         );
-        // Plurals are not units, as in Timestream; neither is an exponent.
-        assert_eq!(rw("SELECT 2hours"), "SELECT 2hours");
+        // Plurals are refused, as in Timestream; an exponent is no duration.
+        assert!(rw("SELECT 2hours").contains("interval units are not pluralized; write 2hour"));
         assert_eq!(rw("SELECT 1e3s"), "SELECT 1e3s");
+        assert_eq!(
+            rw("SELECT 2ms, 3ns, 4us"),
+            "SELECT INTERVAL '2 milliseconds', INTERVAL '3 nanoseconds', INTERVAL '4 microseconds'"
+        );
     }
 
     #[test]

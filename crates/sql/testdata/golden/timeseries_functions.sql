@@ -102,6 +102,9 @@ SELECT reduce(make_array(1, 2), 0, (s, x) -> s + x) FROM devops.cpu;
 -- Duration literals: 12second, 21hour, 2d, 17s, 1ms and (a fraction) 1.5h.
 SELECT 12second AS a, 21hour AS b, 2d AS c, 17s AS d, 1ms AS e, 1.5h AS f, 1year AS g, 8month AS h;
 
+-- Units are singular, as in Timestream (2hours would otherwise read as 2 AS hours).
+SELECT 2hours;
+
 -- ago(d) is now() - d at the query's start: every use in a query agrees.
 SELECT ago(21hour) = now() - 21hour AS ago_is_now_minus, ago(1h) = ago(1h) AS same_instant, now() - 2d < ago(1d) AS older, TIMESTAMP '2024-01-01 00:00:00' + 1.5h AS plus_fraction, TIMESTAMP '2024-01-01 00:00:00' - 12second AS minus;
 
