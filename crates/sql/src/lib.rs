@@ -6,9 +6,11 @@
 //! 2. a DataFusion session with one catalog ([`catalog`]): bare names are the Bigtable
 //!    tables of the query's instance ([`bigtable`]), `"db"."table"` names are
 //!    Timestream tables ([`series`]); Timestream's functions are registered
-//!    ([`functions`]);
-//! 3. DataFusion plans and optimizes; each provider turns the filters it is offered into
-//!    row ranges and storage filters ([`keyrange`], [`series`]) and reads through
+//!    ([`functions`], [`presto`], [`timeseries_fns`]), and its lambdas and lateral
+//!    `UNNEST` rewritten ([`dialect`]);
+//! 3. DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
+//!    parameters the optimizer moved); each provider turns the filters it is offered
+//!    into row ranges and storage filters ([`keyrange`], [`series`]) and reads through
 //!    [`source`], streaming record batches from a blocking thread;
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.

@@ -166,7 +166,14 @@ impl ScalarUDFImpl for SeriesFn {
         let name = self.name();
         let interval = match (self.op, args.args.get(1)) {
             (Op::Correlate(_), _) | (Op::Integral, None) => DEFAULT_INTEGRAL_NS,
-            (_, Some(ColumnarValue::Scalar(s))) => interval_ns(s)?,
+            (_, Some(ColumnarValue::Scalar(s))) => match interval_ns(s) {
+                Ok(ns) => ns,
+                Err(_) => {
+                    return exec_err!(
+                        "{name}: the interval must be a duration such as 5m (days and shorter units, no months), got {s}"
+                    );
+                }
+            },
             (_, Some(ColumnarValue::Array(_))) => {
                 return exec_err!("{name}: the interval must be a constant");
             }

@@ -95,6 +95,8 @@ SELECT integral_trapezoidal(create_time_series(time, usage_user), 'x') FROM devo
 
 SELECT correlate_pearson(create_time_series(time, usage_user)) FROM devops.cpu;
 
+SELECT derivative_linear(create_time_series(time, usage_user), 1month) FROM devops.cpu;
+
 SELECT interpolate_spline_cubic(create_time_series(time, usage_user), sequence(from_milliseconds(1699996400000), from_milliseconds(1699996460000), 30s)) FROM devops.cpu WHERE hostname = 'h1' AND time < from_milliseconds(1699996500000);
 
 SELECT reduce(make_array(1, 2), 0, (s, x) -> s + x) FROM devops.cpu;
