@@ -1,6 +1,8 @@
 //! The two SQL dialects Almanac answers, and where they differ.
 //!
-//! - **Timestream** (the Query API, `almanac sql`): Presto's arrays count from 1.
+//! - **Timestream** (the Query API, `almanac sql`): Presto's arrays count from 1;
+//!   lambdas `x -> …`, `(s, x) -> …` and `CROSS JOIN UNNEST(series) AS t (time, value)`
+//!   ([`timestream_forms`]).
 //! - **GoogleSQL for Bigtable** (ExecuteQuery): arrays count from 0 — `a[0]`,
 //!   `a[OFFSET(0)]`, `a[SAFE_OFFSET(0)]`, `a[ORDINAL(1)]`, `a[SAFE_ORDINAL(1)]`
 //!   ([`ZeroBasedArrays`]); an index outside the array fails the query, but gives
@@ -34,6 +36,7 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::unparser::Unparser;
 
 mod calls;
+mod timestream;
 
 use crate::bigtable::TIMESTAMP_COLUMN;
 use crate::catalog::HISTORY_FUNCTION;
@@ -339,6 +342,15 @@ pub(crate) fn googlesql_forms(statement: &mut DfStatement) {
     if let DfStatement::Statement(s) = statement {
         let _ = s.visit(&mut InUnnest);
         let _ = s.visit(&mut calls::Calls);
+    }
+}
+
+/// Timestream's forms of [`timestream`]: lambdas and lateral `UNNEST`.
+pub(crate) fn timestream_forms(statement: &mut DfStatement) {
+    match statement {
+        DfStatement::Statement(s) => timestream::rewrite(s),
+        DfStatement::Explain(e) => timestream_forms(&mut e.statement),
+        _ => {}
     }
 }
 

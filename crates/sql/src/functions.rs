@@ -51,6 +51,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         ScalarUDF::from(Interpolate::new(Method::Linear)),
         ScalarUDF::from(Interpolate::new(Method::Locf)),
         ScalarUDF::from(Interpolate::new(Method::Fill)),
+        ScalarUDF::from(Interpolate::new(Method::SplineCubic)),
     ] {
         state.register_udf(Arc::new(f))?;
     }
@@ -215,19 +216,13 @@ impl ScalarUDFImpl for Ago {
         )))
     }
 
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let now_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
-        match &args.args[0] {
-            ColumnarValue::Scalar(s) => {
-                Ok(ColumnarValue::Scalar(ScalarValue::TimestampNanosecond(
-                    Some(now_ns.saturating_sub(interval_ns(s)?)),
-                    None,
-                )))
-            }
-            ColumnarValue::Array(_) => exec_err!("ago(): the duration must be a constant"),
-        }
+    /// Never runs: the plan's simplification rewrites every `ago(d)`. Failing here
+    /// (as `now()` does) keeps constant folding from evaluating it at the clock's
+    /// time rather than the query's start, so `ago(1h) = ago(1h)`.
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        exec_err!(
+            "ago() becomes now() - duration when the plan is simplified; simplify the plan first"
+        )
     }
 }
 

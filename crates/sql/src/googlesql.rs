@@ -25,7 +25,7 @@ mod hash;
 mod json;
 mod math;
 mod numbers;
-mod rowwise;
+pub(crate) mod rowwise;
 mod semantics;
 mod text;
 mod time;

@@ -5,14 +5,19 @@
 //! - `sequence(start, end, step)`: the timestamps to fill (DataFusion's inclusive
 //!   `generate_series`);
 //! - `interpolate_linear(series, timestamps)`, `interpolate_locf(series, timestamps)`
-//!   (last observation carried forward) and `interpolate_fill(series, timestamps,
-//!   value)`: the series at exactly the given timestamps; linear interpolation and LOCF
-//!   leave out timestamps before the first reading (and, for linear, after the last).
+//!   (last observation carried forward), `interpolate_fill(series, timestamps,
+//!   value)` and `interpolate_spline_cubic(series, timestamps)` (a natural cubic
+//!   spline through the readings, which needs three): the series at exactly the given
+//!   timestamps; linear interpolation, the spline and LOCF leave out timestamps before
+//!   the first reading (and, but for LOCF, after the last). With one timestamp instead
+//!   of an array, each gives the DOUBLE value there, NULL where the array form leaves
+//!   the timestamp out.
 //!
 //! `unnest(...)` turns a series back into rows.
 
 use std::sync::Arc;
 
+use crate::timeseries_fns::Spline;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Builder, ListArray, ListBuilder, StructBuilder,
     TimestampNanosecondBuilder,
@@ -29,7 +34,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 
-fn time_type() -> DataType {
+pub(crate) fn time_type() -> DataType {
     DataType::Timestamp(TimeUnit::Nanosecond, None)
 }
 
@@ -75,12 +80,12 @@ fn value_type(t: &DataType) -> Option<DataType> {
     })
 }
 
-fn series_builder() -> ListBuilder<StructBuilder> {
+pub(crate) fn series_builder() -> ListBuilder<StructBuilder> {
     ListBuilder::new(StructBuilder::from_fields(point_fields(), 0))
 }
 
 /// Appends one series (sorted points) as a list entry.
-fn append_series(
+pub(crate) fn append_series(
     b: &mut ListBuilder<StructBuilder>,
     points: &[(i64, Option<f64>)],
 ) -> DfResult<()> {
@@ -287,6 +292,8 @@ pub enum Method {
     Locf,
     /// The reading at exactly the timestamp, else a given value.
     Fill,
+    /// On the natural cubic spline through the readings.
+    SplineCubic,
 }
 
 /// `interpolate_linear`, `interpolate_locf`, `interpolate_fill`.
@@ -323,7 +330,8 @@ fn value_at(
     match method {
         Method::Fill => Some(fill),
         Method::Locf => after.checked_sub(1).map(|i| series[i].1),
-        Method::Linear => {
+        // The spline's values come from the fitted spline ([`fill_row`]).
+        Method::Linear | Method::SplineCubic => {
             let (t0, v0) = *series.get(after.checked_sub(1)?)?;
             let (t1, v1) = *series.get(after)?;
             let (v0, v1) = (v0?, v1?);
@@ -333,7 +341,7 @@ fn value_at(
     }
 }
 
-fn points_of(list: &ListArray, row: usize) -> DfResult<Vec<(i64, Option<f64>)>> {
+pub(crate) fn points_of(list: &ListArray, row: usize) -> DfResult<Vec<(i64, Option<f64>)>> {
     if list.is_null(row) {
         return Ok(Vec::new());
     }
@@ -359,6 +367,7 @@ impl ScalarUDFImpl for Interpolate {
             Method::Linear => "interpolate_linear",
             Method::Locf => "interpolate_locf",
             Method::Fill => "interpolate_fill",
+            Method::SplineCubic => "interpolate_spline_cubic",
         }
     }
 
@@ -369,8 +378,13 @@ impl ScalarUDFImpl for Interpolate {
     fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
         match args {
             [DataType::List(_), DataType::List(_), ..] => Ok(series_type()),
+            [
+                DataType::List(_),
+                DataType::Timestamp(..) | DataType::Null,
+                ..,
+            ] => Ok(DataType::Float64),
             other => plan_err!(
-                "{}(series, timestamps) takes a time series and an array of timestamps, got {other:?}",
+                "{}(series, timestamps) takes a time series and an array of timestamps (or one timestamp), got {other:?}",
                 self.name()
             ),
         }
@@ -378,38 +392,65 @@ impl ScalarUDFImpl for Interpolate {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let rows = args.number_rows;
+        let one = matches!(
+            args.arg_fields[1].data_type(),
+            DataType::Timestamp(..) | DataType::Null
+        );
         let series = args.args[0].clone().into_array(rows)?;
         let stamps = args.args[1].clone().into_array(rows)?;
-        let stamps = cast(
-            &stamps,
-            &DataType::List(Arc::new(Field::new_list_field(time_type(), true))),
-        )?;
+        let stamps = if one {
+            let single = cast(&stamps, &time_type())?;
+            let single = single.as_primitive::<TimestampNanosecondType>();
+            // Each row's timestamp as a one-element array (a NULL one as none).
+            let mut lists = ListBuilder::new(TimestampNanosecondBuilder::new());
+            for i in 0..rows {
+                if single.is_valid(i) {
+                    lists.values().append_value(single.value(i));
+                }
+                lists.append(true);
+            }
+            Arc::new(lists.finish()) as ArrayRef
+        } else {
+            cast(
+                &stamps,
+                &DataType::List(Arc::new(Field::new_list_field(time_type(), true))),
+            )?
+        };
         let fill = match args.args.get(2) {
             Some(v) => Some(cast(&v.clone().into_array(rows)?, &DataType::Float64)?),
             None => None,
         };
         let (series, stamps) = (series.as_list::<i32>(), stamps.as_list::<i32>());
         let mut out = series_builder();
+        let mut values = Float64Builder::with_capacity(rows);
         for row in 0..rows {
             let points = points_of(series, row)?;
             let fill_value = fill
                 .as_ref()
                 .map(|f| f.as_primitive::<Float64Type>())
                 .and_then(|f| f.is_valid(row).then(|| f.value(row)));
-            let mut filled = Vec::new();
-            if stamps.is_valid(row) {
+            let mut wanted = Vec::new();
+            if stamps.is_valid(row) && !series.is_null(row) {
                 let ts = stamps.value(row);
                 let ts = ts.as_primitive::<TimestampNanosecondType>();
-                for i in (0..ts.len()).filter(|i| ts.is_valid(*i)) {
-                    let t = ts.value(i);
-                    if let Some(v) = value_at(&points, t, self.method, fill_value) {
-                        filled.push((t, v));
-                    }
-                }
+                wanted.extend(
+                    (0..ts.len())
+                        .filter(|i| ts.is_valid(*i))
+                        .map(|i| ts.value(i)),
+                );
             }
-            append_series(&mut out, &filled)?;
+            let filled = fill_row(self.name(), &points, &wanted, self.method, fill_value)?;
+            if one {
+                values.append_option(filled.first().and_then(|(_, v)| *v));
+            } else {
+                append_series(&mut out, &filled)?;
+            }
         }
-        let array: ArrayRef = Arc::new(out.finish());
+        let array: ArrayRef = if one {
+            Arc::new(values.finish())
+        } else {
+            Arc::new(out.finish())
+        };
         Ok(match &args.args[0] {
             ColumnarValue::Scalar(_) if rows == 1 => {
                 ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?)
@@ -417,6 +458,35 @@ impl ScalarUDFImpl for Interpolate {
             _ => ColumnarValue::Array(array),
         })
     }
+}
+
+/// The series `points` at the `wanted` timestamps, by `method` (the timestamps it
+/// leaves out are missing from the result).
+fn fill_row(
+    name: &str,
+    points: &[(i64, Option<f64>)],
+    wanted: &[i64],
+    method: Method,
+    fill: Option<f64>,
+) -> DfResult<Vec<(i64, Option<f64>)>> {
+    if method != Method::SplineCubic {
+        return Ok(wanted
+            .iter()
+            .filter_map(|&t| value_at(points, t, method, fill).map(|v| (t, v)))
+            .collect());
+    }
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let readings: Vec<(i64, f64)> = points
+        .iter()
+        .filter_map(|(t, v)| v.map(|v| (*t, v)))
+        .collect();
+    let spline = Spline::fit(&readings).or_else(|e| exec_err!("{name}: {e}"))?;
+    Ok(wanted
+        .iter()
+        .filter_map(|&t| spline.at(t).map(|v| (t, Some(v))))
+        .collect())
 }
 
 #[cfg(test)]

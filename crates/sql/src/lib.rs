@@ -6,9 +6,11 @@
 //! 2. a DataFusion session with one catalog ([`catalog`]): bare names are the Bigtable
 //!    tables of the query's instance ([`bigtable`]), `"db"."table"` names are
 //!    Timestream tables ([`series`]); Timestream's functions are registered
-//!    ([`functions`]);
-//! 3. DataFusion plans and optimizes; each provider turns the filters it is offered into
-//!    row ranges and storage filters ([`keyrange`], [`series`]) and reads through
+//!    ([`functions`], [`presto`], [`timeseries_fns`]), and its lambdas and lateral
+//!    `UNNEST` rewritten ([`dialect`]);
+//! 3. DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
+//!    parameters the optimizer moved); each provider turns the filters it is offered
+//!    into row ranges and storage filters ([`keyrange`], [`series`]) and reads through
 //!    [`source`], streaming record batches from a blocking thread;
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.
@@ -28,6 +30,7 @@ mod functions;
 mod googlesql;
 mod interpolate;
 mod keyrange;
+mod lambda_bindings;
 mod latest_join;
 mod metadata;
 mod newest_max;
@@ -39,6 +42,7 @@ pub mod rewrite;
 mod series;
 mod source;
 mod stats;
+mod timeseries_fns;
 mod unpack;
 mod versions;
 
@@ -257,7 +261,10 @@ impl SqlEngine {
                     dialect::googlesql_forms(&mut statement);
                     unpack::replace(&mut statement, &ctx).await?;
                 }
-                Dialect::Timestream => dialect::name_unnamed_columns(&mut statement),
+                Dialect::Timestream => {
+                    dialect::timestream_forms(&mut statement);
+                    dialect::name_unnamed_columns(&mut statement);
+                }
             }
             // Again: UNPACK registers its table function on the context.
             let state = ctx.state();
@@ -311,6 +318,7 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
         .with_optimizer_rule(Arc::new(latest_join::LatestJoin))
         .with_optimizer_rule(Arc::new(newest_max::NewestMax))
         .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
+        .with_physical_optimizer_rule(Arc::new(lambda_bindings::LambdaBindings))
         .build();
     functions::register(&mut state)?;
     googlesql::register(&mut state)?;
@@ -321,7 +329,10 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
             }
             googlesql::register_dialect(&mut state)?;
         }
-        Dialect::Timestream => presto::register(&mut state)?,
+        Dialect::Timestream => {
+            presto::register(&mut state)?;
+            timeseries_fns::register(&mut state)?;
+        }
     }
     Ok(state)
 }

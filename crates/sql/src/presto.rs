@@ -9,6 +9,8 @@
 //! | `regexp_extract(s, p[, group])` | the first match, or its group |
 //! | `regexp_extract_all(s, p[, group])`, `regexp_split(s, p)` | arrays |
 //! | `date_format(t, fmt)`, `date_parse(s, fmt)` | MySQL's format codes (`%Y-%m-%d %H:%i:%s`) |
+//! | `format_datetime(t, fmt)`, `parse_datetime(s, fmt)` | Joda-Time's pattern letters (`yyyy-MM-dd HH:mm z`), [`joda`] |
+//! | `to_base`, `from_base`, `bit_count`, `bitwise_*`, `parse_duration` | [`numbers`] |
 //! | `to_unixtime(t)` | DOUBLE seconds |
 //! | `to_iso8601(t)`, `from_iso8601_timestamp(s)`, `from_iso8601_date(s)` | ISO 8601 text |
 //! | `date_add(unit, n, t)`, `date_diff(unit, t1, t2)` | units `millisecond` … `year` |
@@ -20,6 +22,9 @@
 //! | `is_nan`, `is_finite`, `is_infinite`, `nan()`, `infinity()` | IEEE tests and constants |
 //! | `current_timezone()` | `'UTC'` (every time is UTC) |
 //! | `count_if(b)`, `max_by(x, y)`, `min_by(x, y)`, `arbitrary(x)`, `every(b)`, `geometric_mean(x)` | aggregates |
+
+mod joda;
+mod numbers;
 
 use std::sync::Arc;
 
@@ -61,6 +66,8 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         Op::RegexpSplit,
         Op::DateFormat,
         Op::DateParse,
+        Op::FormatDatetime,
+        Op::ParseDatetime,
         Op::ToUnixtime,
         Op::ToIso8601,
         Op::FromIso8601Timestamp,
@@ -99,7 +106,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
     for a in [Agg::CountIf, Agg::MaxBy, Agg::MinBy, Agg::GeometricMean] {
         state.register_udaf(Arc::new(AggregateUDF::from(PrestoAgg::new(a))))?;
     }
-    Ok(())
+    numbers::register(state)
 }
 
 /// The functions GoogleSQL shares with Timestream, under GoogleSQL's names: `IF`,
@@ -149,6 +156,8 @@ enum Op {
     RegexpSplit,
     DateFormat,
     DateParse,
+    FormatDatetime,
+    ParseDatetime,
     ToUnixtime,
     ToIso8601,
     FromIso8601Timestamp,
@@ -177,6 +186,8 @@ impl Op {
             Self::RegexpSplit => "regexp_split",
             Self::DateFormat => "date_format",
             Self::DateParse => "date_parse",
+            Self::FormatDatetime => "format_datetime",
+            Self::ParseDatetime => "parse_datetime",
             Self::ToUnixtime => "to_unixtime",
             Self::ToIso8601 => "to_iso8601",
             Self::FromIso8601Timestamp => "from_iso8601_timestamp",
@@ -282,11 +293,11 @@ impl ScalarUDFImpl for Presto {
                 arity(2, 2)?;
                 vec![string(0)?, string(1)?]
             }
-            Op::DateFormat => {
+            Op::DateFormat | Op::FormatDatetime => {
                 arity(2, 2)?;
                 vec![time(0)?, string(1)?]
             }
-            Op::DateParse => {
+            Op::DateParse | Op::ParseDatetime => {
                 arity(2, 2)?;
                 vec![string(0)?, string(1)?]
             }
@@ -345,14 +356,16 @@ impl ScalarUDFImpl for Presto {
 
     fn return_type(&self, t: &[DataType]) -> DfResult<DataType> {
         Ok(match self.op {
-            Op::RegexpReplace | Op::RegexpExtract | Op::DateFormat | Op::ToIso8601 => {
-                DataType::Utf8
-            }
+            Op::RegexpReplace
+            | Op::RegexpExtract
+            | Op::DateFormat
+            | Op::FormatDatetime
+            | Op::ToIso8601 => DataType::Utf8,
             Op::CurrentTimezone => DataType::Utf8,
             Op::RegexpExtractAll | Op::RegexpSplit => {
                 DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true)))
             }
-            Op::DateParse | Op::FromIso8601Timestamp | Op::DateAdd => ts_ns(),
+            Op::DateParse | Op::ParseDatetime | Op::FromIso8601Timestamp | Op::DateAdd => ts_ns(),
             Op::FromIso8601Date | Op::LastDayOfMonth => DataType::Date32,
             Op::ToUnixtime | Op::Nan | Op::Infinity => DataType::Float64,
             Op::DateDiff | Op::Field(_) => DataType::Int64,
@@ -579,6 +592,8 @@ fn eval(op: Op, args: &[ArrayRef], rows: usize) -> DfResult<ArrayRef> {
             }
             Arc::new(TimestampNanosecondArray::from(out))
         }
+        Op::FormatDatetime => joda::format(name, args, rows)?,
+        Op::ParseDatetime => joda::parse(name, args, rows)?,
         Op::ToUnixtime => {
             let t = times(&args[0])?;
             Arc::new(

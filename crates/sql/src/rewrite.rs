@@ -3,7 +3,10 @@
 //! byte, so string literals and positions elsewhere are untouched):
 //! - `measure_value::double` (Timestream's column name, which DataFusion would read
 //!   as a cast) becomes the quoted identifier `"measure_value::double"`;
-//! - duration literals `15s`, `1h`, `500ms`, `2d` become `INTERVAL '15 seconds'`, …;
+//! - duration literals `15s`, `1h`, `500ms`, `2d`, `12second`, `1.5h` become
+//!   `INTERVAL '15 seconds'`, …;
+//! - a lambda's body, after `x ->` or `(s, x) ->` in a call's argument list, gets
+//!   parentheses (the parser binds `->` tighter than `AND` and `OR`);
 //! - GoogleSQL parameters `@name` become DataFusion's `$name`;
 //! - GoogleSQL bytes literals `b'…'` (with their `\xHH`, `\n`, … escapes) become hex
 //!   literals `X'…'`;
@@ -37,16 +40,20 @@ use crate::error::{Error, Result};
 /// Timestream's scalar type names that follow `measure_value::`.
 const VALUE_TYPES: [&str; 5] = ["double", "bigint", "varchar", "boolean", "timestamp"];
 
-/// The interval spelling of a duration unit.
+/// The interval spelling of a duration unit: Timestream's short and long names (the
+/// long ones not pluralized, as Timestream writes them), and `y`/`year`/`month` for
+/// its year-to-month intervals. Case matters, as in Timestream (`1M` is no unit).
 fn unit_name(unit: &str) -> Option<&'static str> {
     Some(match unit {
-        "ns" => "nanoseconds",
-        "us" => "microseconds",
-        "ms" => "milliseconds",
-        "s" => "seconds",
-        "m" => "minutes",
-        "h" => "hours",
-        "d" => "days",
+        "ns" | "nanosecond" => "nanoseconds",
+        "us" | "microsecond" => "microseconds",
+        "ms" | "millisecond" => "milliseconds",
+        "s" | "second" => "seconds",
+        "m" | "minute" => "minutes",
+        "h" | "hour" => "hours",
+        "d" | "day" => "days",
+        "y" | "year" => "years",
+        "month" => "months",
         _ => return None,
     })
 }
@@ -343,20 +350,107 @@ fn rewrite_with(sql: &str, googlesql: bool) -> Result<String> {
             i += 1;
             continue;
         }
+        if matches!(tok, Token::Arrow) && lambda_head_before(&tokens, i) {
+            let end = argument_end(&tokens, i + 1);
+            let body: String = (i + 1..end).map(text).collect();
+            out.push_str(&format!("-> ({})", rewrite_with(body.trim(), googlesql)?));
+            i = end;
+            continue;
+        }
+        // A fraction (`1.5h`) is a duration too: Timestream's literal is "a numeric
+        // value", and DataFusion's interval text takes fractions of every unit.
         if let Token::Number(n, false) = tok
             && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
             && w.quote_style.is_none()
             && let Some(unit) = unit_name(&w.value)
-            && n.chars().all(|c| c.is_ascii_digit())
+            && is_duration_number(n)
         {
             out.push_str(&format!("INTERVAL '{n} {unit}'"));
             i += 2;
             continue;
         }
+        // `2hours` would read as `2 AS hours`: Timestream refuses plural units.
+        if let Token::Number(n, false) = tok
+            && let Some(Token::Word(w)) = tokens.get(i + 1).map(|t| &t.token)
+            && w.quote_style.is_none()
+            && let Some(singular) = w.value.strip_suffix('s')
+            && singular.len() > 2
+            && unit_name(singular).is_some()
+            && is_duration_number(n)
+        {
+            return Err(Error::Syntax {
+                message: format!(
+                    "{n}{}: interval units are not pluralized; write {n}{singular}",
+                    w.value
+                ),
+                line: tokens[i].span.start.line,
+                column: tokens[i].span.start.column,
+            });
+        }
         out.push_str(text(i));
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether the `->` at token `arrow` ends a lambda's parameters: one name, or names in
+/// parentheses, that begin a function argument (after `(` or `,`).
+fn lambda_head_before(tokens: &[TokenWithSpan], arrow: usize) -> bool {
+    let back = |from: usize| {
+        (0..from)
+            .rev()
+            .find(|&j| !matches!(tokens[j].token, Token::Whitespace(_)))
+    };
+    let starts_argument = |j: Option<usize>| {
+        j.is_some_and(|j| matches!(tokens[j].token, Token::LParen | Token::Comma))
+    };
+    let name = |j: usize| matches!(&tokens[j].token, Token::Word(w) if w.quote_style.is_none());
+    match back(arrow) {
+        Some(j) if name(j) => starts_argument(back(j)),
+        Some(j) if matches!(tokens[j].token, Token::RParen) => {
+            // `(a, b) ->`: names and commas back to the opening parenthesis.
+            let mut k = j;
+            let mut want_name = true;
+            loop {
+                let Some(p) = back(k) else {
+                    return false;
+                };
+                match &tokens[p].token {
+                    _ if want_name && name(p) => want_name = false,
+                    Token::Comma if !want_name => want_name = true,
+                    Token::LParen if !want_name => return starts_argument(back(p)),
+                    _ => return false,
+                }
+                k = p;
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The token index where the argument going on at `from` ends: the `,` or `)` closing
+/// it at depth 0, or the end of the text.
+fn argument_end(tokens: &[TokenWithSpan], from: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, t) in tokens.iter().enumerate().skip(from) {
+        match t.token {
+            Token::LParen | Token::LBracket => depth += 1,
+            Token::RParen | Token::RBracket if depth > 0 => depth -= 1,
+            Token::RParen | Token::RBracket | Token::Comma if depth == 0 => return j,
+            _ => {}
+        }
+    }
+    tokens.len()
+}
+
+/// Whether `n` is the number of a duration literal: digits, at most one `.` between
+/// digits (no exponent, no sign).
+fn is_duration_number(n: &str) -> bool {
+    let mut parts = n.split('.');
+    let whole = parts.next().unwrap_or_default();
+    let fraction = parts.next();
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    parts.next().is_none() && digits(whole) && fraction.is_none_or(digits)
 }
 
 /// The bytes of a GoogleSQL literal's text: `\xHH`, octal `\NNN`, `\uHHHH` and
@@ -524,6 +618,43 @@ mod tests {
         assert_eq!(rw("ago(1h)"), "ago(INTERVAL '1 hours')");
         assert_eq!(rw("LIMIT 10 m"), "LIMIT 10 m");
         assert_eq!(rw("SELECT '15s', 2d"), "SELECT '15s', INTERVAL '2 days'");
+        assert_eq!(
+            rw("ago(12second) + 21hour - 1ms"),
+            "ago(INTERVAL '12 seconds') + INTERVAL '21 hours' - INTERVAL '1 milliseconds'"
+        );
+        assert_eq!(rw("SELECT 1.5h"), "SELECT INTERVAL '1.5 hours'");
+        assert_eq!(
+            rw("SELECT 1year, 8month"),
+            "SELECT INTERVAL '1 years', INTERVAL '8 months'"
+        );
+        // Plurals are refused, as in Timestream; an exponent is no duration.
+        assert!(rw("SELECT 2hours").contains("interval units are not pluralized; write 2hour"));
+        assert_eq!(rw("SELECT 1e3s"), "SELECT 1e3s");
+        assert_eq!(
+            rw("SELECT 2ms, 3ns, 4us"),
+            "SELECT INTERVAL '2 milliseconds', INTERVAL '3 nanoseconds', INTERVAL '4 microseconds'"
+        );
+    }
+
+    #[test]
+    fn lambda_bodies_are_parenthesized() {
+        // The parser reads `->` as an operator binding tighter than AND/OR: the body
+        // gets parentheses so the whole argument is the lambda's.
+        assert_eq!(
+            rw("filter(ts, x -> x.value < 75 AND x.time > t + 1m)"),
+            "filter(ts, x -> (x.value < 75 AND x.time > t + INTERVAL '1 minutes'))"
+        );
+        assert_eq!(
+            rw("reduce(ts, 0, (s, x) -> s + f(x, 1), s -> s)"),
+            "reduce(ts, 0, (s, x) -> (s + f(x, 1)), s -> (s))"
+        );
+        assert_eq!(
+            rw("f(a, x -> g(x, y -> y OR x))"),
+            "f(a, x -> (g(x, y -> (y OR x))))"
+        );
+        // Not a lambda: an operand before the arrow.
+        assert_eq!(rw("SELECT a + b -> 'k'"), "SELECT a + b -> 'k'");
+        assert_eq!(rw("f((1, x) -> y)"), "f((1, x) -> y)");
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! GoogleSQL functions evaluated one row at a time over [`ScalarValue`]s: each is a
-//! name, a type rule (the argument types it takes, coerced, and its result type) and an
-//! evaluation of one row. They are the functions whose cost is in what they do per
-//! value (JSON, text, arrays), not in moving columns, so a row at a time is enough.
+//! Functions evaluated one row at a time over [`ScalarValue`]s (GoogleSQL's, and some
+//! of Timestream's in [`crate::presto`]): each is a name, a type rule (the argument
+//! types it takes, coerced, and its result type) and an evaluation of one row. They are
+//! the functions whose cost is in what they do per value (JSON, text, arrays), not in
+//! moving columns, so a row at a time is enough.
 
 use std::sync::Arc;
 
@@ -16,15 +17,15 @@ use datafusion::logical_expr::{
 };
 
 /// The argument types a function takes for the types it was given, and its result type.
-pub(super) type Types = fn(&str, &[DataType]) -> DfResult<(Vec<DataType>, DataType)>;
+pub(crate) type Types = fn(&str, &[DataType]) -> DfResult<(Vec<DataType>, DataType)>;
 /// One row: the arguments, the result type; the result.
-pub(super) type Eval = fn(&str, &[ScalarValue], &DataType) -> DfResult<ScalarValue>;
+pub(crate) type Eval = fn(&str, &[ScalarValue], &DataType) -> DfResult<ScalarValue>;
 
 /// A function of the table: name, type rule, evaluation.
-pub(super) type Def = (&'static str, Types, Eval);
+pub(crate) type Def = (&'static str, Types, Eval);
 
 /// Registers `defs`, over any function of the same name.
-pub(super) fn register(state: &mut SessionState, defs: &[Def]) -> DfResult<()> {
+pub(crate) fn register(state: &mut SessionState, defs: &[Def]) -> DfResult<()> {
     for &(name, types, eval) in defs {
         state.register_udf(Arc::new(ScalarUDF::from(RowFn {
             name,
@@ -97,27 +98,27 @@ impl ScalarUDFImpl for RowFn {
 }
 
 /// Whether `t` is GoogleSQL's STRING (or NULL).
-pub(super) fn text_type(t: &DataType) -> bool {
+pub(crate) fn text_type(t: &DataType) -> bool {
     super::is_text(t) || t.is_null()
 }
 
 /// Whether `t` is GoogleSQL's BYTES.
-pub(super) fn bytes_type(t: &DataType) -> bool {
+pub(crate) fn bytes_type(t: &DataType) -> bool {
     super::is_bytes(t)
 }
 
 /// Whether `t` is an integer (or NULL).
-pub(super) fn int_type(t: &DataType) -> bool {
+pub(crate) fn int_type(t: &DataType) -> bool {
     t.is_integer() || t.is_null()
 }
 
 /// Whether `t` is a number (or NULL).
-pub(super) fn number_type(t: &DataType) -> bool {
+pub(crate) fn number_type(t: &DataType) -> bool {
     t.is_numeric() || t.is_null()
 }
 
 /// The element type of an ARRAY type.
-pub(super) fn element_type(t: &DataType) -> Option<&DataType> {
+pub(crate) fn element_type(t: &DataType) -> Option<&DataType> {
     match t {
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
             Some(f.data_type())
@@ -127,12 +128,12 @@ pub(super) fn element_type(t: &DataType) -> Option<&DataType> {
 }
 
 /// An ARRAY type of `element`.
-pub(super) fn list_of(element: DataType) -> DataType {
+pub(crate) fn list_of(element: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(element, true)))
 }
 
 /// Checks an argument count against `lo..=hi`.
-pub(super) fn arity(name: &str, args: &[DataType], lo: usize, hi: usize) -> DfResult<()> {
+pub(crate) fn arity(name: &str, args: &[DataType], lo: usize, hi: usize) -> DfResult<()> {
     if args.len() < lo || args.len() > hi {
         if lo == hi {
             return plan_err!("{name} takes {lo} argument(s), got {}", args.len());
@@ -143,7 +144,7 @@ pub(super) fn arity(name: &str, args: &[DataType], lo: usize, hi: usize) -> DfRe
 }
 
 /// A STRING value (None for NULL).
-pub(super) fn text(v: &ScalarValue) -> Option<&str> {
+pub(crate) fn text(v: &ScalarValue) -> Option<&str> {
     match v {
         ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => s.as_deref(),
         _ => None,
@@ -151,7 +152,7 @@ pub(super) fn text(v: &ScalarValue) -> Option<&str> {
 }
 
 /// A BYTES value (None for NULL).
-pub(super) fn bytes(v: &ScalarValue) -> Option<&[u8]> {
+pub(crate) fn bytes(v: &ScalarValue) -> Option<&[u8]> {
     match v {
         ScalarValue::Binary(b)
         | ScalarValue::LargeBinary(b)
@@ -162,7 +163,7 @@ pub(super) fn bytes(v: &ScalarValue) -> Option<&[u8]> {
 }
 
 /// An INT64 value (None for NULL).
-pub(super) fn int(v: &ScalarValue) -> Option<i64> {
+pub(crate) fn int(v: &ScalarValue) -> Option<i64> {
     match v {
         ScalarValue::Int64(x) => *x,
         ScalarValue::Int32(x) => x.map(i64::from),
@@ -177,7 +178,7 @@ pub(super) fn int(v: &ScalarValue) -> Option<i64> {
 }
 
 /// A FLOAT64 value (None for NULL).
-pub(super) fn float(v: &ScalarValue) -> Option<f64> {
+pub(crate) fn float(v: &ScalarValue) -> Option<f64> {
     match v {
         ScalarValue::Float64(x) => *x,
         ScalarValue::Float32(x) => x.map(f64::from),
@@ -186,7 +187,7 @@ pub(super) fn float(v: &ScalarValue) -> Option<f64> {
 }
 
 /// The elements of an ARRAY value (None for NULL).
-pub(super) fn elements(v: &ScalarValue) -> DfResult<Option<Vec<ScalarValue>>> {
+pub(crate) fn elements(v: &ScalarValue) -> DfResult<Option<Vec<ScalarValue>>> {
     let list: &dyn Array = match v {
         ScalarValue::List(a) => a.as_ref(),
         ScalarValue::LargeList(a) => a.as_ref(),
@@ -209,11 +210,11 @@ pub(super) fn elements(v: &ScalarValue) -> DfResult<Option<Vec<ScalarValue>>> {
 }
 
 /// An ARRAY value of `element`s.
-pub(super) fn array(values: &[ScalarValue], element: &DataType) -> ScalarValue {
+pub(crate) fn array(values: &[ScalarValue], element: &DataType) -> ScalarValue {
     ScalarValue::List(ScalarValue::new_list_nullable(values, element))
 }
 
 /// The typed NULL of `t`.
-pub(super) fn null(t: &DataType) -> DfResult<ScalarValue> {
+pub(crate) fn null(t: &DataType) -> DfResult<ScalarValue> {
     ScalarValue::try_from(t)
 }

@@ -39,3 +39,33 @@ SELECT create_time_series(time, measure_value::double) AS nothing FROM devops.ev
 SELECT if(true, 1, 0.5) AS mixed, mod(7.5, 2) AS fmod, mod(-7, 3) AS neg;
 
 SELECT regexp_replace('10 20', '(\d+)', '$1px') AS px, regexp_replace('a', 'a', '\$') AS dollar, date_diff('month', TIMESTAMP '2020-01-31 00:00:00', TIMESTAMP '2020-02-29 00:00:00') AS jan_feb, date_diff('year', TIMESTAMP '2020-02-29 00:00:00', TIMESTAMP '2021-02-28 00:00:00') AS leap;
+
+-- Joda-Time formats. Timestream's documented examples: '1968-01-13 12', and 10:10 PST is 18:10 UTC.
+SELECT format_datetime(parse_datetime('1968-01-13 12', 'yyyy-MM-dd HH'), 'yyyy-MM-dd HH') AS round_trip, parse_datetime('2019-12-29 10:10 PST', 'uuuu-LL-dd HH:mm z') AS pst;
+
+SELECT format_datetime(TIMESTAMP '2019-12-04 19:05:09.123456789', 'EEEE, d MMMM yyyy hh:mm:ss.SSS a ZZ ''week'' w, D') AS long_form, format_datetime(TIMESTAMP '2019-12-04 19:05:09', 'G yy MMM E k K z') AS short_form;
+
+SELECT parse_datetime('04/Dec/2019:19:05:09 +0100', 'dd/MMM/yyyy:HH:mm:ss Z') AS clf, parse_datetime('20191204T190509.5', 'yyyyMMdd''T''HHmmss.S') AS compact, parse_datetime('2019-07-01 10:00 America/Los_Angeles', 'yyyy-MM-dd HH:mm ZZZ') AS named_zone;
+
+SELECT format_datetime(TIMESTAMP '2019-12-04 19:05:09', 'yyyy QQ');
+
+SELECT parse_datetime('2019-02-30', 'yyyy-MM-dd');
+
+-- parse_duration: Timestream's example 42.8ms is 0 00:00:00.042800000 (an interval day to second); Trino's 3.81 d is 3 19:26:24.
+SELECT parse_duration('42.8ms') AS ms, parse_duration('3.81 d') AS days, parse_duration('1day') AS one_day, parse_duration('5m') AS five_minutes, arrow_typeof(parse_duration('1h')) AS t, TIMESTAMP '2024-01-01 00:00:00' + parse_duration('1.5h') AS later;
+
+SELECT parse_duration('1 week');
+
+-- to_base / from_base (Trino's MathFunctions: Java's Long.toString and Long.parseLong).
+SELECT to_base(255, 16) AS ff, to_base(-10, 2) AS minus_ten, to_base(35, 36) AS z, from_base('ff', 16) AS hex, from_base('-1010', 2) AS bin, from_base('ZZ', 36) AS upper;
+
+SELECT to_base(10, 1);
+
+SELECT from_base('0x1f', 16);
+
+-- Bitwise functions: Timestream's documented examples (3, 4, -13, 15, 11) and Trino's shifts (4, 1, 0, -1).
+SELECT bit_count(19, 8) AS bits, bitwise_and(12, 7) AS a, bitwise_not(12) AS n, bitwise_or(12, 7) AS o, bitwise_xor(12, 7) AS x, bitwise_left_shift(1, 2) AS l, bitwise_right_shift(8, 3) AS r, bitwise_right_shift(-45, 64) AS r64, bitwise_right_shift_arithmetic(-45, 64) AS a64;
+
+SELECT bit_count(19, 2);
+
+SELECT bitwise_and('a', 1);

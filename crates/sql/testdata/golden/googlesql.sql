@@ -163,3 +163,7 @@ SELECT ARRAY<INT64>[1, 2] AS ints, ARRAY<STRING>[] AS empty, STRUCT<a INT64, b S
 ;
 
 SELECT _key FROM users WHERE _key LIKE b'user#00%' ORDER BY _key LIMIT 2;
+
+-- A lambda over a subquery's column, once the two projections are merged into one
+-- (over VALUES, whose unused column stays).
+SELECT ARRAY_TRANSFORM(arr, x -> x + 1) AS plus_one, ARRAY_FILTER(arr, x -> x > 1) AS over_one FROM (SELECT arr FROM (VALUES ([1, 2, 3], 7)) AS t(arr, padding));
