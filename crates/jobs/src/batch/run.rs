@@ -24,6 +24,22 @@ fn line_ranges(lines: &[u64]) -> Vec<[u64; 2]> {
     out
 }
 
+/// The rows of one file gathered between two saved positions.
+struct Chunk {
+    model: Model,
+    /// The file's index in the task and its name.
+    index: usize,
+    name: String,
+    rows: Vec<Vec<Option<String>>>,
+    numbers: Vec<u64>,
+    /// Rows that could not be read as CSV or have the wrong shape.
+    refused: Vec<Rejection>,
+    /// The line of the last row handled (the header is line 1).
+    lines_done: u64,
+    /// Bytes read since the last save.
+    bytes: u64,
+}
+
 impl BatchLoads {
     /// Runs a task from its position to the end.
     pub(super) fn run(&self, id: &str) -> Result<()> {
@@ -76,37 +92,34 @@ impl BatchLoads {
             .iter()
             .map(|h| h.trim_start_matches('\u{feff}').to_string())
             .collect();
-        let model = task.spec.bind(&header).map_err(Error::invalid)?;
-        let name = task.files[index].0.clone();
+        let mut chunk = Chunk {
+            model: task.spec.bind(&header).map_err(Error::invalid)?,
+            index,
+            name: task.files[index].0.clone(),
+            rows: Vec::with_capacity(CHUNK_ROWS),
+            numbers: Vec::with_capacity(CHUNK_ROWS),
+            refused: Vec::new(),
+            lines_done: skip,
+            bytes: 0,
+        };
         let mut record = csv::StringRecord::new();
-        let mut rows = Vec::with_capacity(CHUNK_ROWS);
-        let mut numbers = Vec::with_capacity(CHUNK_ROWS);
-        // The line of the last row handled (the header is line 1).
-        let mut lines_done = skip;
         let mut bytes_at = reader.position().byte();
         loop {
+            if chunk.rows.len() + chunk.refused.len() >= CHUNK_ROWS {
+                let pos = reader.position().byte();
+                chunk.bytes = pos - bytes_at;
+                bytes_at = pos;
+                self.flush(task, &mut chunk)?;
+            }
             let more = match reader.read_record(&mut record) {
                 Ok(more) => more,
                 Err(e) => {
                     // A malformed row: count it and go on from the next one.
                     let line = e.position().map_or(0, csv::Position::line);
-                    self.flush(
-                        task,
-                        &model,
-                        index,
-                        &name,
-                        &mut rows,
-                        &mut numbers,
-                        lines_done,
-                        0,
-                    )?;
-                    self.update(&task.id, |t| {
-                        t.progress.parse_failures += 1;
-                        t.refused.entry(name.clone()).or_default().push(Rejection {
-                            row: line,
-                            reason: format!("The row cannot be read as CSV: {e}"),
-                        });
-                    })?;
+                    chunk.refused.push(Rejection {
+                        row: line,
+                        reason: format!("The row cannot be read as CSV: {e}"),
+                    });
                     continue;
                 }
             };
@@ -115,55 +128,29 @@ impl BatchLoads {
             }
             let line = record
                 .position()
-                .map_or(lines_done + 1, csv::Position::line);
+                .map_or(chunk.lines_done + 1, csv::Position::line);
             if line <= skip {
                 continue;
             }
-            lines_done = line;
+            chunk.lines_done = line;
             if record.as_slice().len() > source::MAX_ROW_BYTES || record.len() != header.len() {
-                self.update(&task.id, |t| {
-                    t.progress.parse_failures += 1;
-                    t.refused.entry(name.clone()).or_default().push(Rejection {
-                        row: line,
-                        reason: format!(
-                            "The row has {} fields and {} bytes; the header has {} fields, and a row may hold {} bytes.",
-                            record.len(),
-                            record.as_slice().len(),
-                            header.len(),
-                            source::MAX_ROW_BYTES
-                        ),
-                    });
-                })?;
+                chunk.refused.push(Rejection {
+                    row: line,
+                    reason: format!(
+                        "The row has {} fields and {} bytes; the header has {} fields, and a row may hold {} bytes.",
+                        record.len(),
+                        record.as_slice().len(),
+                        header.len(),
+                        source::MAX_ROW_BYTES
+                    ),
+                });
                 continue;
             }
-            rows.push(source::cells(&record, null_value));
-            numbers.push(line);
-            if rows.len() >= CHUNK_ROWS {
-                let pos = reader.position().byte();
-                self.flush(
-                    task,
-                    &model,
-                    index,
-                    &name,
-                    &mut rows,
-                    &mut numbers,
-                    lines_done,
-                    pos - bytes_at,
-                )?;
-                bytes_at = pos;
-            }
+            chunk.rows.push(source::cells(&record, null_value));
+            chunk.numbers.push(line);
         }
-        let pos = reader.position().byte();
-        self.flush(
-            task,
-            &model,
-            index,
-            &name,
-            &mut rows,
-            &mut numbers,
-            lines_done,
-            pos - bytes_at,
-        )?;
+        chunk.bytes = reader.position().byte() - bytes_at;
+        self.flush(task, &mut chunk)?;
         self.update(&task.id, |t| {
             t.next_file = index + 1;
             t.lines_done = 1;
@@ -171,49 +158,36 @@ impl BatchLoads {
         Ok(())
     }
 
-    /// Writes the rows gathered and saves the position after them.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one chunk of one file of one task"
-    )]
-    fn flush(
-        &self,
-        task: &Task,
-        model: &Model,
-        index: usize,
-        name: &str,
-        rows: &mut Vec<Vec<Option<String>>>,
-        numbers: &mut Vec<u64>,
-        lines_done: u64,
-        bytes: u64,
-    ) -> Result<()> {
-        if rows.is_empty() && bytes == 0 {
+    /// Writes the rows gathered, counts the rows refused while reading, and saves the
+    /// position after them.
+    fn flush(&self, task: &Task, chunk: &mut Chunk) -> Result<()> {
+        if chunk.rows.is_empty() && chunk.refused.is_empty() && chunk.bytes == 0 {
             return Ok(());
         }
         let mut written = Written::default();
         let to = sink::Destination {
             database: &task.database,
             table: &task.table,
-            model,
+            model: &chunk.model,
             version: task.version,
         };
-        sink::write_rows(&self.ts, to, rows, numbers, &mut written)?;
-        rows.clear();
-        numbers.clear();
+        sink::write_rows(&self.ts, to, &chunk.rows, &chunk.numbers, &mut written)?;
+        let unreadable = std::mem::take(&mut chunk.refused);
         self.update(&task.id, |t| {
-            t.progress.records_processed += written.rows;
+            t.progress.records_processed += written.rows + unreadable.len() as u64;
             t.progress.records_ingested += written.records;
-            t.progress.parse_failures += written.parse_failures;
+            t.progress.parse_failures += written.parse_failures + unreadable.len() as u64;
             t.progress.record_ingestion_failures += written.ingestion_failures;
-            t.progress.bytes_metered += bytes;
-            if !written.rejected.is_empty() {
-                let list = t.refused.entry(name.to_string()).or_default();
-                let room = sink::MAX_REJECTIONS_KEPT.saturating_sub(list.len());
-                list.extend(written.rejected.into_iter().take(room));
-            }
-            t.next_file = index;
-            t.lines_done = lines_done;
+            t.progress.bytes_metered += chunk.bytes;
+            let list = t.refused.entry(chunk.name.clone()).or_default();
+            let room = sink::MAX_REJECTIONS_KEPT.saturating_sub(list.len());
+            list.extend(unreadable.into_iter().chain(written.rejected).take(room));
+            t.next_file = chunk.index;
+            t.lines_done = chunk.lines_done;
         })?;
+        chunk.rows.clear();
+        chunk.numbers.clear();
+        chunk.bytes = 0;
         Ok(())
     }
 
