@@ -17,18 +17,7 @@ use anyhow::Context;
 use serde_json::json;
 
 /// The ten measures, as TSBS names them.
-pub const MEASURES: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
+pub use crate::devops::CPU_FIELDS as MEASURES;
 /// 2016-01-01T00:00:00Z, TSBS's default start, in ms.
 const START_MS: i64 = 1_451_606_400_000;
 /// Readings per Parquet row group: bounds the writer's memory.
