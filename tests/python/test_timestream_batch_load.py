@@ -100,7 +100,7 @@ def test_multi_measure_csv_loads_and_refused_lines_are_reported(ts, ts_write, ts
     d = _wait(ts_write, task)
     assert d["TaskStatus"] == "FAILED", d
     p = d["ProgressReport"]
-    assert p["RecordsProcessed"] == 302 and p["RecordsIngested"] == 301, p
+    assert p["RecordsProcessed"] == 303 and p["RecordsIngested"] == 301, p
     assert p["RecordIngestionFailures"] == 1 and p["ParseFailures"] == 1, p
     assert p["BytesMetered"] > 0
     assert d["RecordVersion"] == 2

@@ -11,7 +11,10 @@
 //!    server.
 //! 2. The headers become a [`RequestContext`]: the region the request was signed for
 //!    (named in ARNs) and the Almanac extension header [`INSTANCE_HEADER`].
-//! 3. Query operations ([`query_ops`]) run on the async runtime: DataFusion plans and
+//! 3. Scheduled-query and account-settings operations ([`scheduled_ops`]) and
+//!    batch-load operations ([`batch_ops`]) go to [`almanac_jobs`]; `serve` also runs
+//!    the scheduler's tick ([`almanac_jobs::scheduled`]).
+//!    Query operations ([`query_ops`]) run on the async runtime: DataFusion plans and
 //!    streams the query ([`almanac_sql`]); rows are encoded as `Datum`s
 //!    ([`query_wire`], [`scalar`]) and pages beyond the first wait in the
 //!    [`results`] cache. Write operations ([`write_ops`]) parse into
