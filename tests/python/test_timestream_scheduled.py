@@ -292,7 +292,7 @@ def test_create_describe_and_list_echo_the_definitions(ts, sq, ts_query):
             },
         ],
     }
-    mixed_args = sq.args(mixed_query, mixed_target, schedule="cron(0/15 * * * ? *)")
+    mixed_args = sq.args(mixed_query, mixed_target, schedule="cron(30 12 1 JAN ? *)")
 
     before = now_ms()
     multi_arn = sq.create(**multi_args)
@@ -317,9 +317,13 @@ def test_create_describe_and_list_echo_the_definitions(ts, sq, ts_query):
     # rate(1 minute) counts from the creation: the first run is one minute after it.
     assert ms(rate["NextInvocationTime"]) - ms(rate["CreationTime"]) == MINUTE_MS
     cron = describe(ts_query, mixed_arn)
-    # cron(0/15 * * * ? *): the first quarter hour (UTC) after the creation.
-    quarter = 15 * MINUTE_MS
-    assert ms(cron["NextInvocationTime"]) == (ms(cron["CreationTime"]) // quarter + 1) * quarter
+    # cron(30 12 1 JAN ? *): the first 1 January, 12:30 UTC, after the creation (a time
+    # no test run reaches, so the session's scheduler never runs it under the test).
+    created = dt.datetime.fromtimestamp(ms(cron["CreationTime"]) / 1000, dt.timezone.utc)
+    due = dt.datetime(created.year, 1, 1, 12, 30, tzinfo=dt.timezone.utc)
+    if due <= created:
+        due = due.replace(year=created.year + 1)
+    assert ms(cron["NextInvocationTime"]) == int(due.timestamp() * 1000)
 
     # ListScheduledQueries, one a page by hand.
     pages = list_pages(ts_query, page_size=1)
@@ -478,7 +482,7 @@ def test_execute_writes_through_mixed_mappings_by_measure_name(ts, sq, ts_query)
             },
         ],
     }
-    arn = sq.create(**sq.args(query, target, schedule="cron(0 8 ? * MON-FRI *)"))
+    arn = sq.create(**sq.args(query, target, schedule="cron(30 12 1 JAN ? *)"))
     ts_query.execute_scheduled_query(ScheduledQueryArn=arn, InvocationTime=at(invocation))
 
     resp = ts_query.query(
