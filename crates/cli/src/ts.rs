@@ -332,13 +332,79 @@ pub fn run(conn: &TsConn, cmd: TsCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Tally of a write.
+/// What a write or an import has done, and the refusals to print.
 #[derive(Debug, Default)]
 struct Tally {
     ingested: u64,
     rejected: u64,
     by_reason: BTreeMap<String, u64>,
     shown: Vec<String>,
+}
+
+impl Tally {
+    /// Counts a refused record; `at` says where it came from (`line 7`, `FILE:7`).
+    fn refuse(&mut self, at: &str, reason: &str) {
+        self.rejected += 1;
+        *self.by_reason.entry(reason.to_string()).or_default() += 1;
+        if self.shown.len() < REJECTS_SHOWN {
+            self.shown.push(format!("{at}: {reason}"));
+        }
+    }
+
+    /// Counts WriteRecords' answer for `sent` records; `at(i)` says where record `i`
+    /// came from. Any failure but refused records is given back.
+    fn absorb(
+        &mut self,
+        answer: Result<Json, ApiError>,
+        sent: usize,
+        at: impl Fn(usize) -> String,
+    ) -> Result<(), Box<ApiError>> {
+        match answer {
+            Ok(out) => {
+                self.ingested += out["RecordsIngested"]["Total"].as_u64().unwrap_or(0);
+                Ok(())
+            }
+            Err(e) if e.kind == "RejectedRecordsException" => {
+                let rejected = e.body["RejectedRecords"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                self.ingested += sent.saturating_sub(rejected.len()) as u64;
+                for r in rejected {
+                    let index = r["RecordIndex"].as_u64().unwrap_or(0) as usize;
+                    self.refuse(&at(index), r["Reason"].as_str().unwrap_or(""));
+                }
+                Ok(())
+            }
+            Err(e) => Err(Box::new(e)),
+        }
+    }
+
+    /// Prints the refusals shown and counted by reason.
+    fn print_refusals(&self) {
+        for s in &self.shown {
+            println!("rejected {s}");
+        }
+        if self.rejected > REJECTS_SHOWN as u64 {
+            println!(
+                "… and {} more rejections",
+                self.rejected - REJECTS_SHOWN as u64
+            );
+        }
+        for (reason, n) in &self.by_reason {
+            println!("{n:>8} rejected: {reason}");
+        }
+    }
+}
+
+/// A progress bar over `total` bytes, with a message.
+fn bytes_bar(total: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {per_sec} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 fn send(
@@ -353,32 +419,14 @@ fn send(
     let records: Vec<&Json> = batch.iter().map(|(_, r)| r).collect();
     let body =
         json!({ "DatabaseName": args.database, "TableName": args.table, "Records": records });
-    match api.call("WriteRecords", &body)? {
-        Ok(out) => {
-            tally.ingested += out["RecordsIngested"]["Total"].as_u64().unwrap_or(0);
-        }
-        Err(e) if e.kind == "RejectedRecordsException" => {
-            let rejected = e.body["RejectedRecords"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            tally.ingested += (batch.len() - rejected.len()) as u64;
-            for r in rejected {
-                let index = r["RecordIndex"].as_u64().unwrap_or(0) as usize;
-                let line = batch.get(index).map_or(0, |(l, _)| *l);
-                let reason = r["Reason"].as_str().unwrap_or("").to_string();
-                tally.rejected += 1;
-                *tally.by_reason.entry(reason.clone()).or_default() += 1;
-                if tally.shown.len() < REJECTS_SHOWN {
-                    tally.shown.push(format!("line {line}: {reason}"));
-                }
-            }
-        }
-        Err(e) => bail!(
+    let answer = api.call("WriteRecords", &body)?;
+    let at = |i: usize| format!("line {}", batch.get(i).map_or(0, |(l, _)| *l));
+    if let Err(e) = tally.absorb(answer, batch.len(), at) {
+        bail!(
             "WriteRecords failed for the records of lines {}..={}: {e}",
             batch[0].0,
             batch[batch.len() - 1].0
-        ),
+        );
     }
     batch.clear();
     Ok(())
@@ -389,11 +437,7 @@ fn write(api: &mut Api, args: &input::WriteArgs) -> anyhow::Result<()> {
     let total = std::fs::metadata(path)
         .with_context(|| format!("reading {}", path.display()))?
         .len();
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {per_sec} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = bytes_bar(total);
     let mut tally = Tally::default();
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let started = std::time::Instant::now();
@@ -411,18 +455,7 @@ fn write(api: &mut Api, args: &input::WriteArgs) -> anyhow::Result<()> {
     })?;
     send(api, args, &mut batch, &mut tally)?;
     bar.finish_and_clear();
-    for s in &tally.shown {
-        println!("rejected {s}");
-    }
-    if tally.rejected > REJECTS_SHOWN as u64 {
-        println!(
-            "… and {} more rejections",
-            tally.rejected - REJECTS_SHOWN as u64
-        );
-    }
-    for (reason, n) in &tally.by_reason {
-        println!("{n:>8} rejected: {reason}");
-    }
+    tally.print_refusals();
     println!(
         "ingested {} records, rejected {}, in {:.1} s",
         tally.ingested,

@@ -39,7 +39,7 @@ use super::unload::{
     Column, arrow_type, files, metadata_columns, named, names, partitions, spec, timestamp_columns,
     timestamp_ns,
 };
-use super::{Api, MAX_BATCH, REJECTS_SHOWN};
+use super::{Api, MAX_BATCH, Tally, bytes_bar};
 
 /// The file that keeps an import's position, in the import's directory.
 const CHECKPOINT_FILE: &str = ".almanac-import.json";
@@ -129,22 +129,14 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// What an import has done.
-#[derive(Debug, Default)]
-struct Tally {
-    ingested: u64,
-    rejected: u64,
-    by_reason: BTreeMap<String, u64>,
-    shown: Vec<String>,
-    batches: u64,
-}
-
 struct Importer<'a> {
     api: &'a mut Api,
     args: &'a ImportArgs,
     checkpoint: Checkpoint,
     checkpoint_path: PathBuf,
     tally: Tally,
+    /// WriteRecords requests acknowledged.
+    batches: u64,
     /// Records waiting for the next batch: (file, line, record).
     pending: Vec<(String, u64, Json)>,
     /// Bytes of the files done.
@@ -165,42 +157,29 @@ impl Importer<'_> {
         }
         let records: Vec<&Json> = self.pending.iter().map(|(_, _, r)| r).collect();
         let body = json!({"DatabaseName": self.args.database, "TableName": self.args.table, "Records": records});
-        match self.api.call("WriteRecords", &body)? {
-            Ok(out) => self.tally.ingested += out["RecordsIngested"]["Total"].as_u64().unwrap_or(0),
-            Err(e) if e.kind == "RejectedRecordsException" => {
-                let rejected = e.body["RejectedRecords"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                self.tally.ingested += (self.pending.len() - rejected.len()) as u64;
-                for r in rejected {
-                    let index = r["RecordIndex"].as_u64().unwrap_or(0) as usize;
-                    let (file, line) = self
-                        .pending
-                        .get(index)
-                        .map_or((String::new(), 0), |(f, l, _)| (f.clone(), *l));
-                    self.refuse(&file, line, r["Reason"].as_str().unwrap_or(""));
-                }
-            }
-            Err(e) => bail!("WriteRecords failed: {e} (run the same command again to continue)"),
+        let answer = self.api.call("WriteRecords", &body)?;
+        let pending = &self.pending;
+        let at = |i: usize| {
+            pending
+                .get(i)
+                .map_or(String::new(), |(f, l, _)| format!("{f}:{l}"))
+        };
+        if let Err(e) = self.tally.absorb(answer, pending.len(), at) {
+            bail!("WriteRecords failed: {e} (run the same command again to continue)");
         }
         if let Some((file, line, _)) = self.pending.last() {
             self.checkpoint.files.insert(file.clone(), *line);
         }
         self.pending.clear();
-        self.tally.batches += 1;
-        if self.tally.batches.is_multiple_of(CHECKPOINT_EVERY_BATCHES) {
+        self.batches += 1;
+        if self.batches.is_multiple_of(CHECKPOINT_EVERY_BATCHES) {
             self.save()?;
         }
         Ok(())
     }
 
     fn refuse(&mut self, file: &str, line: u64, reason: &str) {
-        self.tally.rejected += 1;
-        *self.tally.by_reason.entry(reason.to_string()).or_default() += 1;
-        if self.tally.shown.len() < REJECTS_SHOWN {
-            self.tally.shown.push(format!("{file}:{line}: {reason}"));
-        }
+        self.tally.refuse(&format!("{file}:{line}"), reason);
     }
 
     /// Maps and queues one row.
@@ -449,11 +428,7 @@ pub fn import(api: &mut Api, args: &ImportArgs) -> anyhow::Result<()> {
         .iter()
         .map(|f| std::fs::metadata(dir.join(f)).map_or(0, |m| m.len()))
         .sum();
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {per_sec} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = bytes_bar(total);
     let started = std::time::Instant::now();
     let mut im = Importer {
         api,
@@ -461,6 +436,7 @@ pub fn import(api: &mut Api, args: &ImportArgs) -> anyhow::Result<()> {
         checkpoint,
         checkpoint_path,
         tally: Tally::default(),
+        batches: 0,
         pending: Vec::new(),
         done_bytes: 0,
     };
@@ -491,18 +467,7 @@ pub fn import(api: &mut Api, args: &ImportArgs) -> anyhow::Result<()> {
         bar.set_position(im.done_bytes);
     }
     bar.finish_and_clear();
-    for s in &im.tally.shown {
-        println!("rejected {s}");
-    }
-    if im.tally.rejected > REJECTS_SHOWN as u64 {
-        println!(
-            "… and {} more rejections",
-            im.tally.rejected - REJECTS_SHOWN as u64
-        );
-    }
-    for (reason, n) in &im.tally.by_reason {
-        println!("{n:>8} rejected: {reason}");
-    }
+    im.tally.print_refusals();
     println!(
         "ingested {} records from {} files, rejected {}, in {:.1} s",
         im.tally.ingested,
