@@ -56,9 +56,36 @@ pub struct MixedMeasureMapping {
     pub multi_measure_attribute_mappings: Option<Vec<AttributeMapping>>,
 }
 
-/// Reads the measure mappings (see the module docs), filling the defaults the
-/// service echoes into them; `owner` names the member that holds them in errors.
-pub fn read(
+/// The measure members of `TimestreamConfiguration` and `DataModel`, flattened into
+/// each.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MeasureMappings {
+    /// `MultiMeasureMappings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_measure_mappings: Option<MultiMeasureMappings>,
+    /// `MixedMeasureMappings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_measure_mappings: Option<Vec<MixedMeasureMapping>>,
+    /// `MeasureNameColumn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_name_column: Option<String>,
+}
+
+impl MeasureMappings {
+    /// Reads the mappings (see the module docs), filling the defaults the service
+    /// echoes into them; `owner` names the member that holds them in errors.
+    pub fn read(&mut self, owner: &str) -> Result<MeasuresSpec, String> {
+        read(
+            &mut self.multi_measure_mappings,
+            &mut self.mixed_measure_mappings,
+            self.measure_name_column.as_deref(),
+            owner,
+        )
+    }
+}
+
+fn read(
     multi: &mut Option<MultiMeasureMappings>,
     mixed: &mut Option<Vec<MixedMeasureMapping>>,
     name_column: Option<&str>,

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::mapping::{DimensionSpec, Spec};
-use crate::measures::{self, MixedMeasureMapping, MultiMeasureMappings};
+use crate::measures::MeasureMappings;
 
 /// `DataModelConfiguration`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -43,15 +43,9 @@ pub struct DataModel {
     /// `DimensionMappings`.
     #[serde(default)]
     pub dimension_mappings: Vec<DimensionMapping>,
-    /// `MultiMeasureMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multi_measure_mappings: Option<MultiMeasureMappings>,
-    /// `MixedMeasureMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mixed_measure_mappings: Option<Vec<MixedMeasureMapping>>,
-    /// `MeasureNameColumn`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure_name_column: Option<String>,
+    /// `MultiMeasureMappings`, `MixedMeasureMappings` and `MeasureNameColumn`.
+    #[serde(flatten)]
+    pub measures: MeasureMappings,
 }
 
 /// `DimensionMapping`.
@@ -169,18 +163,12 @@ impl DataModel {
                 Ok(DimensionSpec { column, name })
             })
             .collect::<Result<_, String>>()?;
-        let mnc = self.measure_name_column.clone();
-        let measures = measures::read(
-            &mut self.multi_measure_mappings,
-            &mut self.mixed_measure_mappings,
-            mnc.as_deref(),
-            "DataModel",
-        )?;
+        let measures = self.measures.read("DataModel")?;
         Ok(Spec {
             time_column,
             time_unit,
             dimensions,
-            measure_name_column: mnc,
+            measure_name_column: self.measures.measure_name_column.clone(),
             measures,
         })
     }

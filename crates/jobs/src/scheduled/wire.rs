@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::mapping::{DimensionSpec, Spec};
-use crate::measures::{self, MixedMeasureMapping, MultiMeasureMappings};
+use crate::measures::MeasureMappings;
 
 /// `ScheduleConfiguration`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,15 +75,9 @@ pub struct TimestreamConfiguration {
     pub time_column: String,
     /// `DimensionMappings`.
     pub dimension_mappings: Vec<DimensionMapping>,
-    /// `MultiMeasureMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multi_measure_mappings: Option<MultiMeasureMappings>,
-    /// `MixedMeasureMappings`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mixed_measure_mappings: Option<Vec<MixedMeasureMapping>>,
-    /// `MeasureNameColumn`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure_name_column: Option<String>,
+    /// `MultiMeasureMappings`, `MixedMeasureMappings` and `MeasureNameColumn`.
+    #[serde(flatten)]
+    pub measures: MeasureMappings,
 }
 
 /// `DimensionMapping`.
@@ -111,12 +105,7 @@ impl TimestreamConfiguration {
             }
         }
         // Read from a copy: Describe answers the mappings as given.
-        let measures = measures::read(
-            &mut self.multi_measure_mappings.clone(),
-            &mut self.mixed_measure_mappings.clone(),
-            self.measure_name_column.as_deref(),
-            "TargetConfiguration",
-        )?;
+        let measures = self.measures.clone().read("TargetConfiguration")?;
         Ok(Spec {
             time_column: self.time_column.clone(),
             time_unit: "NANOSECONDS".into(),
@@ -128,7 +117,7 @@ impl TimestreamConfiguration {
                     name: d.name.clone(),
                 })
                 .collect(),
-            measure_name_column: self.measure_name_column.clone(),
+            measure_name_column: self.measures.measure_name_column.clone(),
             measures,
         })
     }
