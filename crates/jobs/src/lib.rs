@@ -20,6 +20,7 @@ pub mod mapping;
 pub mod measures;
 mod paging;
 pub mod report;
+pub mod requests;
 pub mod rows;
 pub mod scheduled;
 pub mod sink;

@@ -36,6 +36,7 @@ use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
 use crate::mapping::Spec;
+use crate::requests::{now_ms, time_json};
 use crate::sink::Rejection;
 use crate::stored::JobTable;
 use crate::{paging, report};
@@ -162,14 +163,6 @@ impl std::fmt::Debug for BatchLoads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BatchLoads").finish_non_exhaustive()
     }
-}
-
-fn now_ms(clock: &dyn Clock) -> i64 {
-    clock.now_us().div_euclid(1000)
-}
-
-fn time_json(ms: i64) -> Json {
-    json!(ms as f64 / 1000.0)
 }
 
 /// A task id as Timestream's look (32 upper-case hex digits): the creation time

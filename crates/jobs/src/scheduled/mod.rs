@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
+use crate::requests::{self, now_ms, time_json};
 use crate::stored::JobTable;
 use crate::{paging, report};
 use schedule::Schedule;
@@ -49,12 +50,8 @@ pub const MAX_SCHEDULED_QUERIES: usize = 10_000;
 pub const RECENT_FAILURES_KEPT: usize = 5;
 /// How often `serve` looks for due queries: schedules are whole minutes.
 pub const TICK_MS: u64 = 1_000;
-/// Largest `QueryString`, per the service model.
-pub const MAX_QUERY_STRING_BYTES: usize = 262_144;
 /// Name length bounds, per the service model.
 const NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;
-/// `ClientToken` length bounds, per the service model.
-const CLIENT_TOKEN_CHARS: std::ops::RangeInclusive<usize> = 32..=128;
 /// `MaxResults` of ListScheduledQueries, per the service model.
 pub const MAX_LIST_RESULTS: usize = 1000;
 /// Account named in ARNs: one local namespace.
@@ -163,14 +160,6 @@ impl std::fmt::Debug for ScheduledQueries {
     }
 }
 
-fn now_ms(clock: &dyn Clock) -> i64 {
-    clock.now_us().div_euclid(1000)
-}
-
-fn time_json(ms: i64) -> Json {
-    json!(ms as f64 / 1000.0)
-}
-
 fn target_of(t: &TargetConfiguration) -> Result<run::Target> {
     let c = &t.timestream_configuration;
     Ok(run::Target {
@@ -248,21 +237,8 @@ impl ScheduledQueries {
     /// CreateScheduledQuery: the new query's ARN.
     pub async fn create(&self, region: &str, req: CreateRequest) -> Result<String> {
         check_name(&req.name)?;
-        if req.query_string.is_empty() || req.query_string.len() > MAX_QUERY_STRING_BYTES {
-            return Err(Error::invalid(format!(
-                "QueryString is {} bytes; it must be 1 to {MAX_QUERY_STRING_BYTES}.",
-                req.query_string.len()
-            )));
-        }
-        if let Some(t) = &req.client_token
-            && !CLIENT_TOKEN_CHARS.contains(&t.chars().count())
-        {
-            return Err(Error::invalid(format!(
-                "ClientToken must be {} to {} characters.",
-                CLIENT_TOKEN_CHARS.start(),
-                CLIENT_TOKEN_CHARS.end()
-            )));
-        }
+        requests::check_query_string(&req.query_string)?;
+        requests::check_client_token(req.client_token.as_deref())?;
         let schedule = Schedule::parse(&req.schedule_configuration.schedule_expression)
             .map_err(Error::invalid)?;
         let s3 = &req.error_report_configuration.s3_configuration;

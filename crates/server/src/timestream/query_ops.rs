@@ -1,7 +1,7 @@
 //! The operations of `timestream-query`.
 //!
 //! `Query`, step by step:
-//! 1. The members are checked: `QueryString` (1..=[`MAX_QUERY_STRING_BYTES`]),
+//! 1. The members are checked ([`requests`]): `QueryString` (1..=[`requests::MAX_QUERY_STRING_BYTES`]),
 //!    `MaxRows` (1..=[`MAX_ROWS`]; without it a page holds what fits in
 //!    [`MAX_PAGE_BYTES`]), `ClientToken` (32..=128 characters, otherwise unused: every
 //!    call without `NextToken` runs the query anew).
@@ -44,8 +44,6 @@ use super::query_wire::{self, QueryRequest};
 use super::results::{Ended, Header, Page, Rows};
 use super::{App, OpError, RequestContext};
 
-/// Largest `QueryString`, per the service model.
-pub const MAX_QUERY_STRING_BYTES: usize = 256 * 1024;
 /// Largest `MaxRows`, per the service model.
 pub const MAX_ROWS: i64 = 1000;
 /// Rows of a page stay under this many bytes of JSON: the service pages at 1 MB.
@@ -56,8 +54,6 @@ pub const MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
 /// Queries running at once; more wait their turn. With [`MAX_RESULT_BYTES`] this
 /// bounds the memory of results being built (8 × 64 MiB).
 pub const MAX_CONCURRENT_QUERIES: usize = 8;
-/// `ClientToken` length bounds, per the service model.
-const CLIENT_TOKEN_CHARS: std::ops::RangeInclusive<usize> = 32..=128;
 
 /// A `timestream-query` operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +99,7 @@ pub async fn handle(
     }
 }
 
+use almanac_jobs::requests;
 use almanac_jobs::scheduled::run::SCHEDULED_RUNTIME;
 
 /// `PrepareQuery` (see the module docs).
@@ -154,12 +151,7 @@ fn query_string(req: &QueryRequest) -> Result<&str, OpError> {
         .query_string
         .as_deref()
         .ok_or_else(|| OpError::Request("Missing required member QueryString.".into()))?;
-    if sql.is_empty() || sql.len() > MAX_QUERY_STRING_BYTES {
-        return Err(OpError::Request(format!(
-            "QueryString is {} bytes; it must be 1 to {MAX_QUERY_STRING_BYTES}.",
-            sql.len()
-        )));
-    }
+    requests::check_query_string(sql)?;
     Ok(sql)
 }
 
@@ -167,15 +159,7 @@ fn query_string(req: &QueryRequest) -> Result<&str, OpError> {
 pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result<String, OpError> {
     let sql = query_string(req)?;
     let max_rows = page_rows(req.max_rows)?;
-    if let Some(t) = &req.client_token
-        && !CLIENT_TOKEN_CHARS.contains(&t.chars().count())
-    {
-        return Err(OpError::Request(format!(
-            "ClientToken must be {} to {} characters.",
-            CLIENT_TOKEN_CHARS.start(),
-            CLIENT_TOKEN_CHARS.end()
-        )));
-    }
+    requests::check_client_token(req.client_token.as_deref())?;
     if let Some(token) = &req.next_token {
         let page = app
             .results()
