@@ -119,6 +119,8 @@ pub(crate) struct Inner {
     pub row_sizes: crate::rowsize::RowSizes,
     /// [`Options::undelete_window`].
     pub undelete_window: Duration,
+    /// Read and write counters, engine-wide and by key range ([`crate::access`]).
+    pub access: crate::access::AccessLog,
 }
 
 /// A handle to an open data directory. Cheap to clone; all clones share one engine.
@@ -185,6 +187,7 @@ impl Engine {
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),
             undelete_window: options.undelete_window,
+            access: crate::access::AccessLog::default(),
         });
         Self {
             inner: Arc::clone(&inner),

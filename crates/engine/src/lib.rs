@@ -29,6 +29,7 @@
 //!   purged later by the [`gc`] sweep.
 //! - Collected cells are never returned, swept or not.
 
+pub mod access;
 pub mod aggregate;
 pub mod calendar;
 mod catalog;

@@ -18,6 +18,7 @@
 use std::cell::RefCell;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use fjall::Readable;
 
@@ -206,6 +207,8 @@ pub struct RowStream {
     pending: Option<(fjall::UserKey, fjall::UserValue)>,
     stats: ReadStats,
     done: bool,
+    /// The table's access counters ([`crate::access`]).
+    access: Arc<crate::access::TableAccess>,
 }
 
 impl RowStream {
@@ -382,17 +385,30 @@ impl RowStream {
     }
 
     fn finish_row(&mut self, row_prefix: &[u8], cells: Vec<Cell>) -> Result<Option<Row>> {
+        let totals = &self.engine.inner.access.totals;
+        totals.rows_scanned.fetch_add(1, Relaxed);
+        let key = keys::row_of_prefix(row_prefix);
         if cells.is_empty() {
+            self.access.add(&key, [0, 0, 0, 0, 1]);
             return Ok(None);
         }
-        let key = keys::row_of_prefix(row_prefix);
         let cells = match &self.filter {
             Some(f) => f.apply(&key, cells, &self.engine.inner.rng),
             None => cells,
         };
         if cells.is_empty() {
+            self.access.add(&key, [0, 0, 0, 0, 1]);
             return Ok(None);
         }
+        let bytes = key.len() as u64
+            + cells
+                .iter()
+                .map(|c| (c.qualifier.len() + c.value.len()) as u64)
+                .sum::<u64>();
+        totals.rows_read.fetch_add(1, Relaxed);
+        totals.cells_read.fetch_add(cells.len() as u64, Relaxed);
+        totals.bytes_read.fetch_add(bytes, Relaxed);
+        self.access.add(&key, [0, 1, 0, bytes, 1]);
         self.stats.rows_returned += 1;
         self.stats.cells_returned += cells.len() as u64;
         Ok(Some(Row { key, cells }))
@@ -465,6 +481,7 @@ impl Engine {
             .map(|r| encoded_range(meta.id, r))
             .collect();
         RowStream {
+            access: self.inner.access.table(self, meta.id),
             engine: self.clone(),
             snapshot: self.inner.db.snapshot(),
             now_us: self.now_us(),

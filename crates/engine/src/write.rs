@@ -24,6 +24,8 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use fjall::Readable;
 
@@ -69,6 +71,8 @@ struct Applier<'a> {
     /// The rows applied and their mutations (server timestamps resolved), kept when the
     /// table has a change stream ([`crate::changes`]).
     changes: Option<Vec<(Vec<u8>, Vec<Mutation>)>>,
+    /// The table's access counters ([`crate::access`]).
+    access: Arc<crate::access::TableAccess>,
 }
 
 impl<'a> Applier<'a> {
@@ -87,6 +91,7 @@ impl<'a> Applier<'a> {
             gc_now_us: now,
             warnings: Vec::new(),
             changes: meta.change_retention_us.map(|_| Vec::new()),
+            access: engine.inner.access.table(engine, meta.id),
         }
     }
 
@@ -162,6 +167,7 @@ impl<'a> Applier<'a> {
             }
         }
         self.batch.extend(entry);
+        self.count(key, muts.len() as u64, stored);
         if self.changes.is_some() {
             let resolved = muts.iter().map(|m| self.resolved(m)).collect();
             if let Some(changes) = &mut self.changes {
@@ -169,6 +175,16 @@ impl<'a> Applier<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Counts one row written: engine-wide and by key range.
+    fn count(&self, key: &[u8], cells: u64, stored: u64) {
+        let totals = &self.engine.inner.access.totals;
+        let bytes = key.len() as u64 + stored;
+        totals.rows_written.fetch_add(1, Relaxed);
+        totals.cells_written.fetch_add(cells, Relaxed);
+        totals.bytes_written.fetch_add(bytes, Relaxed);
+        self.access.add(key, [1, 0, bytes, 0, 0]);
     }
 
     /// Refuses the row's entry if it would take the stored row past
