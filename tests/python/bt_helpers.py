@@ -46,7 +46,9 @@ class AlmanacServer:
     """One `almanac serve` process on 127.0.0.1, its stderr captured to a file.
 
     Besides the gRPC port it serves the Timestream write API (AWS JSON 1.0 over HTTP) on a
-    second loopback port, `--timestream-addr`; `ts_endpoint` is its URL for boto3.
+    second loopback port, `--timestream-addr`; `ts_endpoint` is its URL for boto3. The web
+    console, `/metrics` and `/api/…` (docs/console.md) are on a third, `--console-addr`, at
+    `console_url` (always a free port, never the default 8088).
     """
 
     READY_TIMEOUT_S = 60
@@ -67,6 +69,7 @@ class AlmanacServer:
         self.timestream = timestream
         self.port: int | None = None
         self.ts_port: int | None = None
+        self.console_port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self._starts = 0
@@ -78,6 +81,15 @@ class AlmanacServer:
     @property
     def ts_host(self) -> str:
         return f"127.0.0.1:{self.ts_port}"
+
+    @property
+    def console_host(self) -> str:
+        return f"127.0.0.1:{self.console_port}"
+
+    @property
+    def console_url(self) -> str:
+        """The console's base URL, e.g. http://127.0.0.1:PORT (no trailing slash)."""
+        return f"http://{self.console_host}"
 
     @property
     def ts_endpoint(self) -> str:
@@ -94,7 +106,9 @@ class AlmanacServer:
             return "(no log)"
         return self.log_path.read_text(errors="replace")
 
-    def start(self, port: int | None = None, ts_port: int | None = None) -> None:
+    def start(
+        self, port: int | None = None, ts_port: int | None = None, console_port: int | None = None
+    ) -> None:
         assert not self.running, "server already running"
         if shutil.which(self.binary) is None:
             pytest.fail(f"almanac binary not executable: {self.binary}", pytrace=False)
@@ -111,6 +125,8 @@ class AlmanacServer:
             self.ts_port = ts_port or free_port(avoid=(self.port,))
             cmd += ["--timestream-addr", self.ts_host]
             needles.append(re.compile(rf"timestream listening on {re.escape(self.ts_host)}\b"))
+        self.console_port = console_port or free_port(avoid=(self.port, self.ts_port))
+        cmd += ["--console-addr", self.console_host]
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
@@ -120,7 +136,7 @@ class AlmanacServer:
         deadline = time.monotonic() + self.READY_TIMEOUT_S
         while time.monotonic() < deadline:
             text = self.log_text()
-            if all(n.search(text) for n in needles):
+            if all(n.search(text) for n in needles) and self._console_accepts():
                 return
             if self.proc.poll() is not None:
                 pytest.fail(
@@ -132,11 +148,18 @@ class AlmanacServer:
         self.proc.kill()
         self.proc.wait()
         pytest.fail(
-            f"almanac did not print all of {[n.pattern for n in needles]} "
-            f"within {self.READY_TIMEOUT_S}s\n"
+            f"almanac did not print all of {[n.pattern for n in needles]} and accept "
+            f"connections on the console's {self.console_host} within {self.READY_TIMEOUT_S}s\n"
             f"--- output ---\n{self.log_text()}",
             pytrace=False,
         )
+
+    def _console_accepts(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.console_port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def stop(self) -> int:
         """SIGTERM and wait; returns the exit code (a hang is killed and fails)."""
@@ -160,7 +183,7 @@ class AlmanacServer:
         code = self.stop()
         assert code == 0, f"exit code {code} after SIGTERM\n--- output ---\n{self.log_text()}"
         if same_port:
-            self.start(self.port, self.ts_port)
+            self.start(self.port, self.ts_port, self.console_port)
         else:
             self.start()
 

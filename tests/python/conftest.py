@@ -48,7 +48,8 @@ def server(almanac_bin, tmp_path_factory):
     """The session's server. Teardown SIGTERMs it and requires exit code 0.
 
     It seals closed time-series buckets every second (instead of every minute), so every
-    Timestream test also runs against a server folding old hours into blocks."""
+    Timestream test also runs against a server folding old hours into blocks. Its web
+    console, `/metrics` and `/api/…` are at `server.console_url` (`--console-addr`)."""
     srv = AlmanacServer(
         almanac_bin,
         data_dir=tmp_path_factory.mktemp("almanac-data"),

@@ -22,6 +22,7 @@ fn without_huge_pages() {
 }
 
 mod cbt;
+mod lint;
 mod serve;
 mod sql;
 mod ts;
@@ -52,6 +53,9 @@ enum Command {
         #[command(subcommand)]
         command: ts::TsCommand,
     },
+    /// Check a table against the schema guides (Bigtable's best practices, time
+    /// series, Timestream's data modeling): talks to `serve`'s console.
+    Lint(lint::LintArgs),
     /// SQL through the Timestream Query API: `-e 'QUERY'`, or statements ending in
     /// ';' from stdin.
     Sql(sql::SqlArgs),
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Compact(args) => serve::compact(args),
+        Command::Lint(args) => lint::run(args),
         Command::Ts { conn, command } => ts::run(&conn, command),
         Command::Sql(args) => match sql::run(args) {
             // A refused statement has printed its error already.

@@ -57,6 +57,20 @@ pub struct ServeArgs {
     /// Default: DATA_DIR/buckets.
     #[arg(long)]
     bucket_dir: Option<PathBuf>,
+    /// Address of the web console, Key Visualizer, the advisor's API and /metrics
+    /// (Prometheus); `off` serves none.
+    #[arg(long, default_value = "127.0.0.1:8088")]
+    console_addr: String,
+}
+
+/// `--console-addr`: an address, or `off`.
+fn console_addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if text == "off" {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .with_context(|| format!("--console-addr {text:?} is neither HOST:PORT nor off"))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -69,6 +83,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         undelete_window: Duration::from_secs(args.undelete_window_secs),
         timestream_advertise: args.timestream_advertise,
         bucket_dir: args.bucket_dir,
+        console_addr: console_addr(&args.console_addr)?,
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),
@@ -89,6 +104,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         eprintln!(
             "almanac: timestream listening on {ts} (timestream-write and timestream-query; boto3 endpoint_url=http://{ts}); tables in instance {DEFAULT_INSTANCE}"
         );
+        if let Some(console) = node.console_addr() {
+            eprintln!("almanac: console on http://{console}/ (metrics at http://{console}/metrics)");
+        }
         node.run(shutdown_signal()).await
     })?;
     eprintln!("almanac: stopped cleanly");

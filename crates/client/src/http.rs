@@ -102,11 +102,26 @@ impl Client {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Result<Response, Error> {
+        self.send("POST", path, headers, body)
+    }
+
+    /// GETs the endpoint's prefix followed by `path` (which may carry a query).
+    pub fn get(&mut self, path: &str) -> Result<Response, Error> {
+        self.send("GET", path, &[], &[])
+    }
+
+    fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Response, Error> {
         self.head.clear();
         // Writing into a Vec cannot fail.
         let _ = write!(
             self.head,
-            "POST {}{} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            "{method} {}{} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
             self.endpoint.prefix,
             path,
             self.endpoint.authority,
@@ -131,7 +146,7 @@ impl Client {
         }
         .map_err(|e| Error::Request {
             request: format!(
-                "POST http://{}{}{path}",
+                "{method} http://{}{}{path}",
                 self.endpoint.authority, self.endpoint.prefix
             ),
             source: Box::new(e),

@@ -238,7 +238,9 @@ impl TableAccess {
     /// Adds `key` to the sample; once full, a pseudo-random slot is replaced, so the
     /// sample leans to recent keys.
     fn remember(&self, key: &[u8], n: u64) {
-        let Ok(mut s) = self.sample.lock() else { return };
+        let Ok(mut s) = self.sample.lock() else {
+            return;
+        };
         if s.len() < SAMPLE_KEYS {
             s.push(key.to_vec());
         } else {
@@ -250,14 +252,21 @@ impl TableAccess {
         }
     }
 
-    /// Draws new ranges from the key sample and the current starts; the current
-    /// step's counts move to the new range holding each old range's start.
+    /// Draws new ranges from the key sample and the current starts. The current
+    /// step's counts of each old range move to the new ranges in proportion to the
+    /// sampled requests that fell in each (the sample is of requests, so a hot key is
+    /// in it many times); an old range no sampled request fell in moves whole to the
+    /// new range holding its start.
     fn redraw(&self, step_ms: i64) {
-        let mut candidates = match self.sample.lock() {
+        let mut sampled = match self.sample.lock() {
             Ok(s) => s.clone(),
             Err(_) => return,
         };
-        let Ok(mut r) = self.state.write() else { return };
+        sampled.sort_unstable();
+        let Ok(mut r) = self.state.write() else {
+            return;
+        };
+        let mut candidates = sampled.clone();
         candidates.extend(r.starts.iter().cloned());
         candidates.sort_unstable();
         candidates.dedup();
@@ -277,14 +286,40 @@ impl TableAccess {
             drawn_at_ms: step_ms,
         };
         for (i, values) in r.take() {
-            let start = match (i as usize).checked_sub(1) {
+            let i = i as usize;
+            let lo: &[u8] = match i.checked_sub(1) {
                 Some(j) => r.starts.get(j).map(Vec::as_slice).unwrap_or_default(),
                 None => &[],
             };
-            let to = new.range_of(start);
+            let hi = r.starts.get(i).map(Vec::as_slice);
+            let first = sampled.partition_point(|k| k.as_slice() < lo);
+            let last = hi.map_or(sampled.len(), |h| {
+                sampled.partition_point(|k| k.as_slice() < h)
+            });
+            let mut shares: Vec<(usize, u64)> = Vec::new();
+            for k in sampled.get(first..last).unwrap_or_default() {
+                let to = new.range_of(k);
+                match shares.last_mut() {
+                    Some((t, n)) if *t == to => *n += 1,
+                    _ => shares.push((to, 1)),
+                }
+            }
+            if shares.is_empty() {
+                shares.push((new.range_of(lo), 1));
+            }
+            let weight: u64 = shares.iter().map(|(_, n)| n).sum();
             for (m, v) in values.iter().enumerate() {
-                if let Some(c) = new.counts.get(to * METRICS + m) {
-                    c.fetch_add(*v, Relaxed);
+                let mut left = *v;
+                for (k, (to, n)) in shares.iter().enumerate() {
+                    let part = if k + 1 == shares.len() {
+                        left
+                    } else {
+                        v * n / weight
+                    };
+                    left -= part.min(left);
+                    if let Some(c) = new.counts.get(to * METRICS + m) {
+                        c.fetch_add(part, Relaxed);
+                    }
                 }
             }
         }
@@ -402,4 +437,3 @@ impl Engine {
         Ok(())
     }
 }
-

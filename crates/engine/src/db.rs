@@ -68,6 +68,8 @@ pub struct Options {
     /// How long a deleted table can be undeleted ([`crate::lifecycle`]); its cells stay
     /// on disk that long. Zero purges at once.
     pub undelete_window: Duration,
+    /// Told the duration of each group commit's flush and fsync; `None`: nobody.
+    pub on_sync: Option<crate::durability::SyncSink>,
 }
 
 impl Default for Options {
@@ -80,6 +82,7 @@ impl Default for Options {
             sweep_interval: Some(Duration::from_secs(60)),
             on_warning: None,
             undelete_window: Duration::from_secs(crate::limits::DEFAULT_UNDELETE_WINDOW_SECS),
+            on_sync: None,
         }
     }
 }
@@ -182,7 +185,7 @@ impl Engine {
             clock: options.clock,
             rng: Rng::new(options.rng_seed),
             locks: RowLocks::default(),
-            commit: GroupCommit::new(options.durability, path.as_ref()),
+            commit: GroupCommit::new(options.durability, path.as_ref(), options.on_sync),
             sweeper: crate::gc::SweeperControl::default(),
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),
@@ -586,6 +589,11 @@ impl Engine {
     /// Bytes of the write-ahead journal on disk (part of [`Engine::disk_space`]).
     pub fn journal_space(&self) -> Result<u64> {
         Ok(self.inner.db.journal_disk_space()?)
+    }
+
+    /// Bytes held in memtables (written, not yet flushed to tables).
+    pub fn memtable_space(&self) -> u64 {
+        self.inner.db.write_buffer_size()
     }
 
     /// Bytes the data directory takes on disk (journal and tables).

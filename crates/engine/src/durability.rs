@@ -131,7 +131,6 @@ fn newest_journal(dir: &Path) -> std::io::Result<u64> {
 }
 
 /// Group-commit coordinator for one database.
-#[derive(Debug)]
 pub struct GroupCommit {
     policy: Durability,
     written: AtomicU64,
@@ -139,17 +138,31 @@ pub struct GroupCommit {
     done: Condvar,
     /// Used by the leader only (the `in_flight` flag), so never contended.
     journal: Mutex<ActiveJournal>,
+    /// Told the duration of each group's flush and fsync.
+    on_sync: Option<SyncSink>,
+}
+
+/// Told how long each group commit's journal flush (and fsync, under `sync`) took.
+pub type SyncSink = std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>;
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GroupCommit {
     /// A coordinator applying `policy` to the database in `dir`.
-    pub fn new(policy: Durability, dir: &Path) -> Self {
+    pub fn new(policy: Durability, dir: &Path, on_sync: Option<SyncSink>) -> Self {
         Self {
             policy,
             written: AtomicU64::new(0),
             state: Mutex::default(),
             done: Condvar::new(),
             journal: Mutex::new(ActiveJournal::new(dir)),
+            on_sync,
         }
     }
 
@@ -200,7 +213,11 @@ impl GroupCommit {
         st.in_flight = true;
         let target = self.written.load(Ordering::SeqCst);
         drop(st);
+        let started = std::time::Instant::now();
         let outcome = self.persist(db);
+        if let Some(sink) = &self.on_sync {
+            sink(started.elapsed());
+        }
         let mut st = self
             .state
             .lock()
@@ -282,7 +299,7 @@ mod tests {
         ks.rotate_memtable_and_wait().unwrap();
         ks.insert("b", "2").unwrap();
         assert_eq!(newest_journal(&dir).unwrap(), first + 1);
-        let commit = GroupCommit::new(Durability::Sync, &dir);
+        let commit = GroupCommit::new(Durability::Sync, &dir, None);
         commit.wait_durable(&db).unwrap();
         assert_eq!(commit.journal.lock().unwrap().id, first + 1);
         drop(ks);

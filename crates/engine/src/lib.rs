@@ -61,7 +61,7 @@ mod write;
 pub use cell::{Cell, Row};
 pub use copies::SavedCopy;
 pub use db::{DropRows, Engine, Options};
-pub use durability::Durability;
+pub use durability::{Durability, SyncSink};
 pub use error::{Error, Result};
 pub use read::{ReadRequest, ReadStats, RowStream};
 pub use warning::{Warning, WarningSink};

@@ -45,7 +45,8 @@ fn put(e: &Engine, table: &str, key: &str) {
         timestamp_us: 1000,
         value: b"value".to_vec(),
     };
-    e.mutate_row(INSTANCE, table, key.as_bytes(), &[set]).unwrap();
+    e.mutate_row(INSTANCE, table, key.as_bytes(), &[set])
+        .unwrap();
 }
 
 fn window(metric: AccessMetric) -> HeatmapRequest {
@@ -64,14 +65,20 @@ fn skewed_load(e: &Engine, table: &str) {
     for i in 0..2000 {
         put(e, table, &format!("hot#{:02}", i % 8));
         if i % 20 == 0 {
-            put(e, table, &format!("{}#{i:04}", (b'a' + (i / 20 % 26) as u8) as char));
+            put(
+                e,
+                table,
+                &format!("{}#{i:04}", (b'a' + (i / 20 % 26) as u8) as char),
+            );
         }
     }
 }
 
 /// The row with the most writes: its start and end, its writes, and all writes.
 fn hottest_range(e: &Engine, table: &str) -> (Vec<u8>, Vec<u8>, u64, u64) {
-    let h = e.heatmap(INSTANCE, table, &window(AccessMetric::Writes)).unwrap();
+    let h = e
+        .heatmap(INSTANCE, table, &window(AccessMetric::Writes))
+        .unwrap();
     assert!(h.ranges.len() > 8, "{} ranges", h.ranges.len());
     let (row, sum) = h
         .values
@@ -116,17 +123,28 @@ fn reads_count_rows_returned_bytes_and_rows_scanned() {
         put(&e, "r", &format!("k{i}"));
     }
     let rows_before = e.totals().rows_read.load(Relaxed);
-    let read: Vec<_> = e.read_rows(INSTANCE, "r", ReadRequest::default()).unwrap().collect();
+    let read: Vec<_> = e
+        .read_rows(INSTANCE, "r", ReadRequest::default())
+        .unwrap()
+        .collect();
     assert_eq!(read.len(), 10);
     assert_eq!(e.totals().rows_read.load(Relaxed) - rows_before, 10);
-    let reads = e.heatmap(INSTANCE, "r", &window(AccessMetric::Reads)).unwrap();
+    let reads = e
+        .heatmap(INSTANCE, "r", &window(AccessMetric::Reads))
+        .unwrap();
     assert_eq!(reads.total, 10);
-    let scanned = e.heatmap(INSTANCE, "r", &window(AccessMetric::RowsScanned)).unwrap();
+    let scanned = e
+        .heatmap(INSTANCE, "r", &window(AccessMetric::RowsScanned))
+        .unwrap();
     assert_eq!(scanned.total, 10);
-    let bytes = e.heatmap(INSTANCE, "r", &window(AccessMetric::BytesRead)).unwrap();
+    let bytes = e
+        .heatmap(INSTANCE, "r", &window(AccessMetric::BytesRead))
+        .unwrap();
     // key (2) + qualifier (1) + value (5) per row
     assert_eq!(bytes.total, 80);
-    let written = e.heatmap(INSTANCE, "r", &window(AccessMetric::BytesWritten)).unwrap();
+    let written = e
+        .heatmap(INSTANCE, "r", &window(AccessMetric::BytesWritten))
+        .unwrap();
     assert_eq!(written.total, 80);
 }
 
@@ -152,7 +170,9 @@ fn history_survives_a_restart_and_expires_after_its_retention() {
 
     clock.advance((RETENTION_MS + 2 * STEP_MS) * 1000);
     e.roll_access(false).unwrap();
-    let old = e.heatmap(INSTANCE, "t", &window(AccessMetric::Writes)).unwrap();
+    let old = e
+        .heatmap(INSTANCE, "t", &window(AccessMetric::Writes))
+        .unwrap();
     assert_eq!(old.total, 0, "expired steps are gone");
 }
 
@@ -166,7 +186,9 @@ fn zooming_into_a_key_range_draws_only_its_keys() {
     req.lo = b"a".to_vec();
     req.hi = b"h".to_vec();
     let h = e.heatmap(INSTANCE, "z", &req).unwrap();
-    assert!(h.total >= 60 && h.total <= 100, "{}", h.total);
+    // 28 of the spread writes went to a#…–g#…; counts taken before the first
+    // ranges were drawn are placed by the key sample, so allow some spill.
+    assert!((15..=35).contains(&h.total), "{}", h.total);
     assert_eq!(h.ranges.first().unwrap().0, b"a".to_vec());
     assert_eq!(h.ranges.last().unwrap().1, b"h".to_vec());
     assert!(h.ranges.iter().all(|(s, _)| s.as_slice() < b"h".as_slice()));
@@ -187,6 +209,9 @@ fn bad_requests_are_refused() {
     req.lo = b"b".to_vec();
     req.hi = b"a".to_vec();
     assert!(e.heatmap(INSTANCE, "b", &req).is_err());
-    assert!(e.heatmap(INSTANCE, "nope", &window(AccessMetric::Writes)).is_err());
+    assert!(
+        e.heatmap(INSTANCE, "nope", &window(AccessMetric::Writes))
+            .is_err()
+    );
     assert!(AccessMetric::parse("latency").is_err());
 }

@@ -26,6 +26,8 @@
 //!    ExecuteQuery frames them into checksummed `ProtoRows` batches.
 //! 5. Engine and SQL errors become gRPC statuses in exactly one place ([`status`]); RPCs
 //!    Almanac lacks answer `UNIMPLEMENTED` naming the method ([`unimplemented`]).
+//! 6. When the response stream ends, the call is counted with its status and latency
+//!    ([`measured`], `/metrics`).
 
 mod admin;
 mod change_stream;
@@ -38,6 +40,7 @@ mod data;
 mod execute_query;
 mod iam;
 mod instance;
+mod measured;
 mod names;
 mod namespaces;
 pub mod node;
@@ -58,12 +61,16 @@ use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
 use almanac_engine::Engine;
 use tokio::net::TcpListener;
 
+use crate::measured::Measured;
 pub use crate::node::{Compaction, Node, NodeConfig, compact};
 pub use crate::shards::ShardError;
 use crate::shards::Shards;
 use crate::unimplemented::NameUnimplemented;
 
 pub use almanac_engine::limits::MAX_MESSAGE_BYTES;
+/// The instance whose tables bare names mean on the console's SQL page (the CLI's
+/// default instance).
+pub const DEFAULT_CONSOLE_INSTANCE: &str = "projects/almanac/instances/almanac";
 /// HTTP/2 flow-control window of one stream: how much of a request a client may send
 /// before the server acknowledges it. h2's default, 64 KiB, made every 100 KiB
 /// MutateRows wait a round trip for a WINDOW_UPDATE midway.
@@ -113,6 +120,9 @@ pub enum ServeError {
     /// The Timestream endpoint's transport failed.
     #[error("timestream endpoint: {0}")]
     Timestream(std::io::Error),
+    /// The console's transport failed.
+    #[error("console: {0}")]
+    Console(std::io::Error),
     /// A task of the node panicked or was cancelled.
     #[error("a server task failed")]
     Task(#[from] tokio::task::JoinError),
@@ -145,26 +155,36 @@ pub async fn serve(
     engine: Engine,
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
     bound: Bound,
+    metrics: std::sync::Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let data = data::DataService::new(engine.clone(), sql, tokio::runtime::Handle::current())
         .map_err(ServeError::Committer)?;
-    let data = NameUnimplemented::new(
-        BigtableServer::new(data)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+    let data = Measured::new(
+        NameUnimplemented::new(
+            BigtableServer::new(data)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        ),
+        &metrics,
     );
     let registry = namespaces::Registry::new(engine.clone());
-    let table_admin = NameUnimplemented::new(
-        BigtableTableAdminServer::new(admin::TableAdminService::new(
-            engine.clone(),
-            registry.clone(),
-        ))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES),
+    let table_admin = Measured::new(
+        NameUnimplemented::new(
+            BigtableTableAdminServer::new(admin::TableAdminService::new(
+                engine.clone(),
+                registry.clone(),
+            ))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        ),
+        &metrics,
     );
-    let instance_admin = NameUnimplemented::new(BigtableInstanceAdminServer::new(
-        instance::InstanceAdminService::new(engine, registry),
-    ));
+    let instance_admin = Measured::new(
+        NameUnimplemented::new(BigtableInstanceAdminServer::new(
+            instance::InstanceAdminService::new(engine, registry),
+        )),
+        &metrics,
+    );
     let shards = Shards::start(shards::shard_count(), move |incoming, stop| {
         tonic::transport::Server::builder()
             .initial_stream_window_size(STREAM_WINDOW_BYTES)
@@ -174,7 +194,8 @@ pub async fn serve(
             .add_service(table_admin.clone())
             .add_service(instance_admin.clone())
             .serve_with_incoming_shutdown(incoming, stop)
-    })?;
+    })?
+    .with_metrics(metrics);
     shards.accept(bound.listener, shutdown).await;
     shards.join().await?;
     Ok(())

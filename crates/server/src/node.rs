@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use almanac_console::Metrics;
 use almanac_engine::clock::SystemClock;
 use almanac_engine::warning::WarningSink;
 use almanac_engine::{Durability, Engine, Options};
@@ -72,6 +73,8 @@ pub struct NodeConfig {
     /// Batch loads read there and error reports of scheduled queries and batch loads
     /// are written there. `None`: [`BUCKETS_DIR`] under the data directory.
     pub bucket_dir: Option<PathBuf>,
+    /// The console's listener (pages, JSON API, `/metrics`); `None`: no console.
+    pub console_addr: Option<SocketAddr>,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -95,6 +98,7 @@ impl NodeConfig {
             on_warning: None,
             timestream_advertise: None,
             bucket_dir: None,
+            console_addr: None,
         }
     }
 }
@@ -113,7 +117,13 @@ pub struct Node {
     timestream_advertise: String,
     seal_interval: Option<Duration>,
     seal_quiet: Duration,
+    console: Option<(TcpListener, SocketAddr)>,
+    data_dir: PathBuf,
+    metrics: Arc<Metrics>,
 }
+
+/// Seconds between two closings of Key Visualizer's steps ([`Engine::roll_access`]).
+const ROLL_ACCESS_SECS: u64 = 5;
 
 impl Node {
     /// Opens the store in `config.data_dir` and binds both listeners. Call it inside
@@ -131,13 +141,20 @@ impl Node {
             on_warning,
             timestream_advertise,
             bucket_dir,
+            console_addr,
         } = config;
+        let metrics = Metrics::new();
+        let data_dir_shown = data_dir.clone();
         let bucket_dir = bucket_dir.unwrap_or_else(|| data_dir.join(BUCKETS_DIR));
         let options = Options {
             durability,
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
             undelete_window,
             on_warning,
+            on_sync: Some({
+                let m = Arc::clone(&metrics);
+                Arc::new(move |took| m.group_commit(took))
+            }),
             ..Options::default()
         };
         // Listeners first: a taken port fails before a long journal replay.
@@ -150,6 +167,14 @@ impl Node {
         let timestream_addr = timestream
             .local_addr()
             .map_err(bind_error(timestream_addr))?;
+        let console = match console_addr {
+            Some(addr) => {
+                let l = TcpListener::bind(addr).await.map_err(bind_error(addr))?;
+                let bound = l.local_addr().map_err(bind_error(addr))?;
+                Some((l, bound))
+            }
+            None => None,
+        };
         let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
             let (engine, ts) = open_store(&data_dir, options)?;
             let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
@@ -183,7 +208,15 @@ impl Node {
             ),
             seal_interval,
             seal_quiet,
+            console,
+            data_dir: data_dir_shown,
+            metrics,
         })
+    }
+
+    /// The bound console address, if the node serves a console.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.console.as_ref().map(|(_, a)| *a)
     }
 
     /// The bound Bigtable gRPC address.
@@ -208,8 +241,28 @@ impl Node {
             self.ts.clone(),
             self.seal_interval,
             self.seal_quiet,
+            Arc::clone(&self.metrics),
             stop_rx.clone(),
         ));
+        let roller = tokio::spawn(roll_access_periodically(
+            self.engine.clone(),
+            stop_rx.clone(),
+        ));
+        let console = self.console.map(|(listener, _)| {
+            let console = Arc::new(almanac_console::Console {
+                engine: self.engine.clone(),
+                ts: self.ts.clone(),
+                sql: self.sql.clone(),
+                metrics: Arc::clone(&self.metrics),
+                data_dir: self.data_dir.clone(),
+                default_instance: crate::DEFAULT_CONSOLE_INSTANCE.to_owned(),
+            });
+            tokio::spawn(almanac_console::serve(
+                console,
+                listener,
+                stopped(stop_rx.clone()),
+            ))
+        });
         let http = tokio::spawn(crate::timestream::serve(
             self.ts,
             self.sql.clone(),
@@ -217,24 +270,44 @@ impl Node {
             self.batch,
             self.timestream,
             self.timestream_advertise,
+            Arc::clone(&self.metrics),
             stopped(stop_rx),
         ));
         let stop = &stop_tx;
-        let grpc = crate::serve(self.engine.clone(), self.sql, self.grpc, async move {
-            shutdown.await;
-            let _ = stop.send(true);
-        })
+        let grpc = crate::serve(
+            self.engine.clone(),
+            self.sql,
+            self.grpc,
+            self.metrics,
+            async move {
+                shutdown.await;
+                let _ = stop.send(true);
+            },
+        )
         .await;
         // gRPC also ends on a transport failure: stop the rest too, and flush whatever
         // happened before reporting the first failure.
         let _ = stop_tx.send(true);
         let http = http.await;
         let sealer = sealer.await;
+        let roller = roller.await;
+        let console = match console {
+            Some(c) => Some(c.await),
+            None => None,
+        };
         let engine = self.engine;
-        let flushed = tokio::task::spawn_blocking(move || engine.shutdown()).await;
+        let flushed = tokio::task::spawn_blocking(move || {
+            engine.roll_access(true)?;
+            engine.shutdown()
+        })
+        .await;
         grpc?;
         http?.map_err(ServeError::Timestream)?;
+        if let Some(c) = console {
+            c?.map_err(ServeError::Console)?;
+        }
         sealer?;
+        roller?;
         Ok(flushed??)
     }
 }
@@ -272,6 +345,7 @@ async fn seal_periodically(
     ts: Arc<TimeSeries<EmbeddedStore>>,
     interval: Option<Duration>,
     quiet: Duration,
+    metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
     let Some(interval) = interval else {
@@ -285,8 +359,10 @@ async fn seal_periodically(
         }
         let ts = ts.clone();
         let engine = engine.clone();
+        let metrics = Arc::clone(&metrics);
         let pass = tokio::task::spawn_blocking(move || {
             let sealed = ts.seal_all_quiet(quiet)?;
+            metrics.seal_pass(sealed.points);
             let deleted = deleted_bytes.saturating_add(sealed.bytes_removed);
             let store = engine
                 .disk_space()
@@ -304,6 +380,7 @@ async fn seal_periodically(
             }
             if compact {
                 engine.compact().map_err(almanac_timeseries::Error::from)?;
+                metrics.compaction();
                 return Ok(0);
             }
             Ok::<_, almanac_timeseries::Error>(deleted)
@@ -312,6 +389,23 @@ async fn seal_periodically(
             Ok(Ok(d)) => deleted_bytes = d,
             Ok(Err(e)) => eprintln!("almanac: sealing closed buckets failed: {e}"),
             Err(e) => eprintln!("almanac: sealing closed buckets failed: {e}"),
+        }
+    }
+}
+
+/// Closes Key Visualizer's steps whose minute has passed, every
+/// [`ROLL_ACCESS_SECS`], until `stop` turns true. A failure is reported on stderr.
+async fn roll_access_periodically(engine: Engine, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(ROLL_ACCESS_SECS)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let engine = engine.clone();
+        match tokio::task::spawn_blocking(move || engine.roll_access(false)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("almanac: saving access counters failed: {e}"),
+            Err(e) => eprintln!("almanac: saving access counters failed: {e}"),
         }
     }
 }

@@ -87,6 +87,8 @@ struct Shard {
 pub struct Shards {
     shards: Vec<Shard>,
     stop: watch::Sender<bool>,
+    /// Counts open connections in `almanac_open_connections{listener="grpc"}`.
+    metrics: Option<Arc<almanac_console::Metrics>>,
 }
 
 impl Shards {
@@ -128,7 +130,17 @@ impl Shards {
                 done,
             });
         }
-        Ok(Self { shards, stop })
+        Ok(Self {
+            shards,
+            stop,
+            metrics: None,
+        })
+    }
+
+    /// Counts the open connections in `metrics` too.
+    pub fn with_metrics(mut self, metrics: Arc<almanac_console::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Accepts connections on `listener` and hands each to a shard until `shutdown`
@@ -177,7 +189,12 @@ impl Shards {
         else {
             return;
         };
-        let open = Open::new(&shard.open);
+        let open = Open::new(
+            &shard.open,
+            self.metrics
+                .as_ref()
+                .map(|m| m.connection(almanac_console::Listener::Grpc)),
+        );
         // A shard whose server has ended drops the socket, which closes it.
         let _ = shard.sockets.send((socket, open));
     }
@@ -212,19 +229,25 @@ fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardConn> {
     }))
 }
 
-/// One open connection counted against its shard until dropped.
-struct Open(Arc<AtomicUsize>);
+/// One open connection counted against its shard (and in the metrics) until dropped.
+struct Open {
+    count: Arc<AtomicUsize>,
+    _metric: Option<almanac_console::ConnectionGuard>,
+}
 
 impl Open {
-    fn new(count: &Arc<AtomicUsize>) -> Self {
+    fn new(count: &Arc<AtomicUsize>, metric: Option<almanac_console::ConnectionGuard>) -> Self {
         count.fetch_add(1, Ordering::Relaxed);
-        Self(Arc::clone(count))
+        Self {
+            count: Arc::clone(count),
+            _metric: metric,
+        }
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

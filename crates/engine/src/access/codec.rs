@@ -130,10 +130,9 @@ pub(super) fn put_generation(
     starts: &[Vec<u8>],
 ) -> Result<()> {
     let inner = &engine.inner;
-    inner.meta.insert(
-        generation_key(table_id, generation),
-        encode_starts(starts),
-    )?;
+    inner
+        .meta
+        .insert(generation_key(table_id, generation), encode_starts(starts))?;
     Ok(())
 }
 

@@ -162,7 +162,13 @@ fn rows_within(starts: &[Vec<u8>], lo: &[u8], hi: &[u8], rows: usize) -> Vec<Vec
 
 /// The drawn row holding range `range` of a generation with `starts`, or `None` when
 /// the range lies outside `[lo, hi)`.
-fn row_of(starts: &[Vec<u8>], range: usize, lo: &[u8], hi: &[u8], rows: &[Vec<u8>]) -> Option<usize> {
+fn row_of(
+    starts: &[Vec<u8>],
+    range: usize,
+    lo: &[u8],
+    hi: &[u8],
+    rows: &[Vec<u8>],
+) -> Option<usize> {
     let start: &[u8] = match range.checked_sub(1) {
         Some(i) => starts.get(i)?,
         None => &[],
@@ -172,5 +178,8 @@ fn row_of(starts: &[Vec<u8>], range: usize, lo: &[u8], hi: &[u8], rows: &[Vec<u8
         return None;
     }
     let key = start.max(lo);
-    Some(rows.partition_point(|r| r.as_slice() <= key).saturating_sub(1))
+    Some(
+        rows.partition_point(|r| r.as_slice() <= key)
+            .saturating_sub(1),
+    )
 }

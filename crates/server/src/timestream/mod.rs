@@ -91,6 +91,8 @@ pub struct App {
     /// waits for its fsync, so more requests in flight than cores overlap their
     /// fsyncs without taking turns on the cores.
     pub write_slots: Arc<tokio::sync::Semaphore>,
+    /// The server's metrics.
+    pub metrics: Arc<almanac_console::Metrics>,
 }
 
 impl App {
@@ -321,7 +323,11 @@ impl ApiError {
         if let (Some((k, v)), Some(obj)) = (self.extra, body.as_object_mut()) {
             obj.insert(k.into(), v);
         }
-        json_response(self.status, body.to_string())
+        let mut response = json_response(self.status, body.to_string());
+        if let Ok(v) = axum::http::HeaderValue::from_str(self.name) {
+            response.headers_mut().insert(EXCEPTION_HEADER, v);
+        }
+        response
     }
 }
 
@@ -394,7 +400,30 @@ fn unknown_operation(message: String) -> Response {
     .into_response()
 }
 
+/// Serves one request and records it in the metrics: its operation, latency, and
+/// the exception it ended with.
 async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let metrics = Arc::clone(&app.metrics);
+    let op = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.split_once('.'))
+        .map_or_else(|| "unknown".to_owned(), |(_, op)| op.to_owned());
+    let response = handle_op(app, headers, body).await;
+    let exception = response
+        .headers()
+        .get(EXCEPTION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    metrics.timestream(&op, exception.as_deref(), started.elapsed());
+    response
+}
+
+/// Header naming the exception of a failed response (as the service sends it).
+const EXCEPTION_HEADER: &str = "x-amzn-errortype";
+
+async fn handle_op(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
@@ -527,6 +556,7 @@ pub async fn serve(
     batch: Arc<almanac_jobs::BatchLoads>,
     listener: TcpListener,
     address: String,
+    metrics: Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let scheduler = tokio::spawn(run_scheduler(Arc::clone(&scheduled)));
@@ -544,10 +574,16 @@ pub async fn serve(
         write_slots: Arc::new(tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(1, usize::from),
         )),
+        metrics: Arc::clone(&metrics),
     });
     let router = Router::new()
         .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let listener = almanac_console::CountedListener::new(
+        listener,
+        metrics,
+        almanac_console::Listener::Timestream,
+    );
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await;

@@ -217,6 +217,8 @@ pub fn write_records(app: &App, req: WriteRequest<'_>, slot: OwnedSemaphorePermi
             .write_records_unsynced(db, table, req.common_attributes.as_ref(), &req.records)?;
     drop(slot);
     app.ts.sync()?;
+    app.metrics
+        .points(out.ingested.total, out.rejected.len() as u64);
     let got = out.into_result()?;
     Ok(json!({
         "RecordsIngested": {

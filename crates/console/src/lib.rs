@@ -1,0 +1,114 @@
+//! # almanac-console
+//!
+//! The web console `almanac serve` serves on its own listener (`--console-addr`):
+//! the pages (static assets embedded in the binary, [`assets`]), the JSON they draw
+//! ([`api`]), Key Visualizer's heatmaps over the engine's access counters
+//! ([`almanac_engine::access`]), the schema advisor ([`advisor`]), and `/metrics` in
+//! Prometheus' text format ([`metrics`]). Contract: docs/console.md.
+//!
+//! ## A request, step by step
+//! 1. axum routes it ([`router`]); each connection is counted while open.
+//! 2. Static paths answer embedded bytes; `/metrics` reads the engine's counters and
+//!    renders the recorder.
+//! 3. `/api/…` handlers parse their parameters ([`api`]), run the engine, SQL or
+//!    advisor work on the blocking pool, and answer JSON.
+//! 4. Every failure is an [`Error`], mapped to an HTTP status in one place
+//!    ([`error`]) with `{"error": message}`.
+
+pub mod advisor;
+pub mod api;
+mod assets;
+pub mod error;
+mod keys;
+pub mod metrics;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use almanac_engine::Engine;
+use almanac_sql::SqlEngine;
+use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+
+pub use error::{Error, Result};
+pub use metrics::{ConnectionGuard, Listener, Metrics};
+
+/// What the console reads.
+pub struct Console {
+    /// The engine (Bigtable tables, access counters, sizes).
+    pub engine: Engine,
+    /// The time-series layer (its catalog).
+    pub ts: Arc<TimeSeries<EmbeddedStore>>,
+    /// SQL.
+    pub sql: Arc<SqlEngine>,
+    /// The server's metrics.
+    pub metrics: Arc<Metrics>,
+    /// The data directory, as shown on the overview.
+    pub data_dir: PathBuf,
+    /// The instance SQL's bare table names resolve in when a request names none.
+    pub default_instance: String,
+}
+
+/// The console's routes.
+pub fn router(console: Arc<Console>) -> Router {
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/assets/{*path}", get(assets::asset))
+        .route("/metrics", get(api::metrics))
+        .route("/api/overview", get(api::overview))
+        .route("/api/stats", get(api::stats))
+        .route("/api/sql", post(api::sql))
+        .route("/api/keyvis", get(api::keyvis))
+        .route("/api/lint", get(advisor::lint_handler))
+        .with_state(console)
+}
+
+/// Serves the console on `listener` until `shutdown` resolves.
+pub async fn serve(
+    console: Arc<Console>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let metrics = Arc::clone(&console.metrics);
+    let app = router(console);
+    let listener = CountedListener::new(listener, metrics, Listener::Console);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// An axum listener whose connections count in `almanac_open_connections`.
+pub struct CountedListener {
+    inner: TcpListener,
+    metrics: Arc<Metrics>,
+    which: Listener,
+}
+
+impl CountedListener {
+    /// Counts the connections of `inner` as `which`.
+    pub fn new(inner: TcpListener, metrics: Arc<Metrics>, which: Listener) -> Self {
+        Self {
+            inner,
+            metrics,
+            which,
+        }
+    }
+}
+
+impl axum::serve::Listener for CountedListener {
+    type Io = metrics::Counted<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (io, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        let guard = self.metrics.connection(self.which);
+        (metrics::Counted::new(io, guard), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
