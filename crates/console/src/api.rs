@@ -333,6 +333,13 @@ pub enum TableRef {
 }
 
 impl TableRef {
+    /// The table a request's query parameters name ([`TableRef::from_params`]).
+    pub fn from_query(q: &HashMap<String, String>, default_instance: &str) -> Result<Self> {
+        let params: TableParams = serde_json::from_value(json!(q))
+            .map_err(|e| Error::Request(format!("parameters: {e}")))?;
+        Self::from_params(&params, default_instance)
+    }
+
     /// Reads `instance`+`table` or `database`+`ts_table`; a bare `table` is in the
     /// default instance.
     pub fn from_params(p: &TableParams, default_instance: &str) -> Result<Self> {
@@ -379,9 +386,7 @@ pub async fn keyvis(
     State(c): State<Arc<Console>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>> {
-    let params: TableParams =
-        serde_json::from_value(json!(q)).map_err(|e| Error::Request(format!("parameters: {e}")))?;
-    let table = TableRef::from_params(&params, &c.default_instance)?;
+    let table = TableRef::from_query(&q, &c.default_instance)?;
     let metric = AccessMetric::parse(q.get("metric").map_or("writes", String::as_str))?;
     let int = |name: &str| -> Result<Option<i64>> {
         q.get(name)

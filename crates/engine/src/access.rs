@@ -164,26 +164,24 @@ impl Ranges {
 
     /// The counters as `(range, values)` for ranges with any count, zeroing them.
     fn take(&self) -> Vec<(u32, [u64; METRICS])> {
-        let mut out = Vec::new();
-        for (i, chunk) in self.counts.chunks(METRICS).enumerate() {
-            let mut v = [0u64; METRICS];
-            for (slot, c) in v.iter_mut().zip(chunk) {
-                *slot = c.swap(0, Relaxed);
-            }
-            if v.iter().any(|&x| x != 0) {
-                out.push((i as u32, v));
-            }
-        }
-        out
+        self.read(true)
     }
 
     /// The counters as [`Ranges::take`] gives them, without zeroing.
     fn peek(&self) -> Vec<(u32, [u64; METRICS])> {
+        self.read(false)
+    }
+
+    fn read(&self, zero: bool) -> Vec<(u32, [u64; METRICS])> {
         let mut out = Vec::new();
         for (i, chunk) in self.counts.chunks(METRICS).enumerate() {
             let mut v = [0u64; METRICS];
             for (slot, c) in v.iter_mut().zip(chunk) {
-                *slot = c.load(Relaxed);
+                *slot = if zero {
+                    c.swap(0, Relaxed)
+                } else {
+                    c.load(Relaxed)
+                };
             }
             if v.iter().any(|&x| x != 0) {
                 out.push((i as u32, v));

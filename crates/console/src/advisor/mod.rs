@@ -25,10 +25,10 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Query, State};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::api::{TableParams, TableRef, blocking};
-use crate::{Console, Error, Result};
+use crate::api::{TableRef, blocking};
+use crate::{Console, Result};
 
 pub use sample::SAMPLE_ROWS;
 
@@ -109,9 +109,7 @@ pub async fn lint_handler(
     State(c): State<Arc<Console>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>> {
-    let params: TableParams =
-        serde_json::from_value(json!(q)).map_err(|e| Error::Request(format!("parameters: {e}")))?;
-    let table = TableRef::from_params(&params, &c.default_instance)?;
+    let table = TableRef::from_query(&q, &c.default_instance)?;
     let console = Arc::clone(&c);
     let report = blocking(move || lint(&console, &table)).await?;
     Ok(Json(serde_json::to_value(report).unwrap_or(Value::Null)))

@@ -33,6 +33,9 @@ const MIN_SPARSE_MEASURES: usize = 4;
 /// share (%) of them share their time and dimensions with another measure name.
 const SHARED_PERCENT: usize = 50;
 
+/// A record's dimensions and time: the records at one instant of one series.
+type Instant<'a> = (Vec<(&'a str, &'a str)>, i64);
+
 /// One series in the sample: its dimensions, points, first and last time.
 struct Series {
     dims: Vec<(String, String)>,
@@ -213,7 +216,7 @@ fn single_measures(
     if singles < 2 {
         return;
     }
-    let mut names_at: HashMap<(Vec<(&str, &str)>, i64), BTreeSet<&str>> = HashMap::new();
+    let mut names_at: HashMap<Instant<'_>, BTreeSet<&str>> = HashMap::new();
     let mut records = 0;
     for p in points {
         if let Measures::Single(_) = p.measures {

@@ -549,6 +549,10 @@ fn routable_ip(v6: bool) -> Option<std::net::IpAddr> {
 /// Serves the endpoint on `listener` until `shutdown` resolves; DescribeEndpoints
 /// answers `address` ([`advertised`]). Scheduled queries run while it serves
 /// ([`almanac_jobs::scheduled`]).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the node's parts the endpoint serves; Node::run is its one caller"
+)]
 pub async fn serve(
     ts: Arc<TimeSeries<EmbeddedStore>>,
     sql: Arc<almanac_sql::SqlEngine>,
