@@ -11,6 +11,7 @@
 //! | `patterns` | [`patterns`] | the four time-series patterns of Google's "Schema design for time series data" on its weather balloons |
 //! | `tsbs` | [`tsbs`] | the TSBS cpu-only load over HTTP: Almanac's Timestream API, InfluxDB or VictoriaMetrics |
 //! | `ingest` | [`ingest`] | the WriteRecords path in process, each stage timed |
+//! | `keyvis` | [`keyvis`] | Key Visualizer's access counters: CPU per write and read on and off, what they keep |
 //! | `sql` | [`sql`] | the TSBS devops queries ([`devops`]) through SQL on an embedded data set |
 //!
 //! ## One benchmark, step by step
@@ -29,6 +30,7 @@ pub mod devops;
 pub mod engine;
 pub mod grpc;
 pub mod ingest;
+pub mod keyvis;
 pub mod measure;
 pub mod patterns;
 pub mod sql;

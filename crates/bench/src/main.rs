@@ -6,7 +6,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use almanac_bench::{engine, grpc, ingest, patterns, sql, tsbs, unload};
+use almanac_bench::{engine, grpc, ingest, keyvis, patterns, sql, tsbs, unload};
 use clap::{Parser, Subcommand};
 
 /// Almanac's benchmarks: each prints what it did and what it measured.
@@ -33,6 +33,8 @@ enum Command {
     Ingest(ingest::IngestArgs),
     /// The TSBS devops queries through SQL on an embedded TSBS cpu data set.
     Sql(sql::SqlBenchArgs),
+    /// What Key Visualizer's access counters cost per write and read, and keep.
+    Keyvis(keyvis::KeyvisArgs),
     /// Write a TSBS-shaped table as CSV and as UNLOAD's CSV and Parquet directories
     /// (the input of scripts/bench-import).
     UnloadFiles(unload::UnloadArgs),
@@ -55,5 +57,6 @@ fn main() -> anyhow::Result<()> {
         Command::Ingest(args) => ingest::run(args),
         Command::Sql(args) => sql::run(args),
         Command::UnloadFiles(args) => unload::run(args),
+        Command::Keyvis(args) => keyvis::run(args),
     }
 }

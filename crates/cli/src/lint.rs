@@ -4,15 +4,20 @@
 use almanac_client::http::{Client, Endpoint, query_escape};
 use anyhow::{Context, bail};
 
+/// The instance of a Bigtable table when `--instance` is not given.
+const DEFAULT_INSTANCE: &str = "projects/almanac/instances/almanac";
+
 /// Flags of `almanac lint`.
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
     /// The server's console address (`serve --console-addr`).
     #[arg(long, default_value = "127.0.0.1:8088")]
     console_addr: String,
-    /// The Bigtable instance of a bare TABLE, as `projects/P/instances/I`.
-    #[arg(long, default_value = "projects/almanac/instances/almanac")]
-    instance: String,
+    /// The Bigtable instance of TABLE, as `projects/P/instances/I` (default
+    /// projects/almanac/instances/almanac). Given, TABLE is always a Bigtable table,
+    /// even with a '.' in its id.
+    #[arg(long)]
+    instance: Option<String>,
     /// Print the advisor's JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -23,7 +28,13 @@ pub struct LintArgs {
 /// Prints the findings; exits 0 with or without findings.
 pub fn run(args: LintArgs) -> anyhow::Result<()> {
     let mut client = Client::new(Endpoint::parse(&format!("http://{}", args.console_addr))?);
-    let query = match args.table.split_once('.') {
+    let series = args
+        .instance
+        .is_none()
+        .then(|| args.table.split_once('.'))
+        .flatten();
+    let instance = args.instance.as_deref().unwrap_or(DEFAULT_INSTANCE);
+    let query = match series {
         Some((db, table)) => format!(
             "database={}&ts_table={}",
             query_escape(db),
@@ -31,7 +42,7 @@ pub fn run(args: LintArgs) -> anyhow::Result<()> {
         ),
         None => format!(
             "instance={}&table={}",
-            query_escape(&args.instance),
+            query_escape(instance),
             query_escape(&args.table)
         ),
     };

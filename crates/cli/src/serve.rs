@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// (Prometheus); `off` serves none.
     #[arg(long, default_value = "127.0.0.1:8088")]
     console_addr: String,
+    /// Count reads and writes by key range for Key Visualizer (on, or off: its history
+    /// stays, nothing new is counted; /metrics is unaffected).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    key_visualizer: String,
 }
 
 /// `--console-addr`: an address, or `off`.
@@ -84,6 +88,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         timestream_advertise: args.timestream_advertise,
         bucket_dir: args.bucket_dir,
         console_addr: console_addr(&args.console_addr)?,
+        key_visualizer: args.key_visualizer == "on",
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

@@ -9,7 +9,7 @@ use almanac_engine::schema::{GcRule, ValueType};
 use almanac_sql::Scope;
 use almanac_sql::arrow::array::{Array, ArrayRef, AsArray};
 use almanac_sql::arrow::compute::cast;
-use almanac_sql::arrow::datatypes::{DataType, Float64Type};
+use almanac_sql::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use almanac_sql::arrow::util::display::{ArrayFormatter, FormatOptions};
 use almanac_timeseries::DEFAULT_INSTANCE;
 use axum::Json;
@@ -50,23 +50,27 @@ pub async fn metrics(State(c): State<Arc<Console>>) -> Response {
 
 /// `/api/stats`.
 pub async fn stats(State(c): State<Arc<Console>>) -> Result<Json<Value>> {
-    let engine = c.engine.clone();
-    let s = blocking(move || Ok(crate::metrics::StorageSnapshot::of(&engine))).await?;
-    let m = &c.metrics;
+    let console = Arc::clone(&c);
+    let (s, text) = blocking(move || {
+        let s = crate::metrics::StorageSnapshot::of(&console.engine);
+        Ok((s, console.metrics.rendered()))
+    })
+    .await?;
+    let sum = |name: &str| crate::metrics::sum_of(&text, name);
     Ok(Json(json!({
         "time_ms": now_ms(),
-        "requests": m.counter_sum("almanac_grpc_requests_total") + m.counter_sum("almanac_timestream_requests_total"),
-        "errors": m.counter_sum("almanac_grpc_errors_total") + m.counter_sum("almanac_timestream_errors_total"),
+        "requests": sum("almanac_grpc_requests_total") + sum("almanac_timestream_requests_total"),
+        "errors": sum("almanac_grpc_errors_total") + sum("almanac_timestream_errors_total"),
         "rows_read": s.rows_read,
         "rows_written": s.rows_written,
         "bytes_read": s.bytes_read,
         "bytes_written": s.bytes_written,
-        "points_ingested": m.counter_sum("almanac_points_ingested_total"),
-        "points_rejected": m.counter_sum("almanac_points_rejected_total"),
+        "points_ingested": sum("almanac_points_ingested_total"),
+        "points_rejected": sum("almanac_points_rejected_total"),
         "memtable_bytes": s.memtable_bytes,
         "disk_bytes": s.disk_bytes,
         "journal_bytes": s.journal_bytes,
-        "open_connections": m.connections_open(),
+        "open_connections": sum("almanac_open_connections"),
     })))
 }
 
@@ -275,6 +279,18 @@ fn batch_rows(columns: &[ArrayRef]) -> Result<Vec<Vec<Value>>> {
     let mut cells: Vec<Vec<Value>> = vec![Vec::with_capacity(columns.len()); n];
     for col in columns {
         let kind = column_kind(col.data_type());
+        if col.data_type().is_integer() {
+            let i = cast(col, &DataType::Int64).map_err(|e| Error::Request(e.to_string()))?;
+            let i = i.as_primitive::<Int64Type>();
+            for (r, row) in cells.iter_mut().enumerate() {
+                row.push(if i.is_null(r) {
+                    Value::Null
+                } else {
+                    Value::from(i.value(r))
+                });
+            }
+            continue;
+        }
         if kind == "number" {
             let f = cast(col, &DataType::Float64).map_err(|e| Error::Request(e.to_string()))?;
             let f = f.as_primitive::<Float64Type>();
@@ -396,8 +412,11 @@ pub async fn keyvis(
             })
             .transpose()
     };
-    let to_ms = int("to")?.unwrap_or_else(now_ms);
-    let from_ms = int("from")?.unwrap_or(to_ms - DEFAULT_KEYVIS_WINDOW_MS);
+    let to_ms = int("to")?.unwrap_or_else(|| c.engine.now_us() / 1000);
+    let from_ms = match int("from")? {
+        Some(v) => v,
+        None => to_ms.saturating_sub(DEFAULT_KEYVIS_WINDOW_MS),
+    };
     let rows = match int("rows")? {
         Some(n) => usize::try_from(n)
             .map_err(|_| Error::Request(format!("rows must be positive, not {n}")))?,

@@ -18,8 +18,10 @@ use metrics_exporter_prometheus::{
 const METADATA: Metadata<'static> = Metadata::new("almanac", Level::INFO, Some(module_path!()));
 
 /// Upper bounds (seconds) of the request latency histograms' buckets.
-const LATENCY_BUCKETS: [f64; 14] = [
+/// (Streams such as ReadChangeStream run for minutes: the top buckets hold them.)
+const LATENCY_BUCKETS: [f64; 17] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+    30.0, 120.0, 600.0,
 ];
 /// Upper bounds (seconds) of the fsync histogram's buckets.
 const FSYNC_BUCKETS: [f64; 12] = [
@@ -83,7 +85,7 @@ pub struct StorageSnapshot {
     pub bytes_read: u64,
     /// Rows walked since start.
     pub rows_scanned: u64,
-    /// Bytes of the data directory's tables and blobs.
+    /// Bytes of the data directory: tables, blobs and journal.
     pub disk_bytes: u64,
     /// Bytes of the journal.
     pub journal_bytes: u64,
@@ -233,26 +235,15 @@ impl Metrics {
         )
     }
 
-    /// Sum of a counter over all label sets, as rendered; 0 when it has none.
-    pub fn counter_sum(&self, name: &str) -> u64 {
-        let text = self.handle.render();
-        text.lines()
-            .filter(|l| {
-                l.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+    /// The request metrics as rendered now (without reading the engine).
+    pub fn rendered(&self) -> String {
+        self.handle.render()
     }
 
-    /// Open connections on every listener.
-    pub fn connections_open(&self) -> u64 {
-        let text = self.handle.render();
-        text.lines()
-            .filter(|l| l.starts_with("almanac_open_connections{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-            .max(0.0) as u64
+    /// Drains histogram samples into their buckets. The recorder keeps samples until
+    /// this runs (rendering runs it too), so the server calls it periodically.
+    pub fn upkeep(&self) {
+        self.handle.run_upkeep();
     }
 
     /// The exposition, with the engine's counters and sizes read now.
@@ -293,6 +284,19 @@ impl Drop for ConnectionGuard {
     fn drop(&mut self) {
         self.gauge.decrement(1.0);
     }
+}
+
+/// Sum of metric `name`'s samples over all label sets in an exposition; 0 when it
+/// has none.
+pub fn sum_of(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>()
+        .max(0.0) as u64
 }
 
 /// HELP lines: name, unit, text.

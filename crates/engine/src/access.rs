@@ -1,6 +1,7 @@
 //! Access counters by key range, in one-minute steps: what Key Visualizer draws.
 //!
-//! Every read and write the engine serves is counted twice: in engine-wide totals
+//! Every row the engine writes or reads (for clients, and for its own seal passes
+//! and the schema advisor's samples alike) is counted twice: in engine-wide totals
 //! ([`Totals`], for `/metrics`) and in its table's counters by key range
 //! ([`TableAccess`]). Key ranges adapt to where the keys are: a table's ranges split
 //! its key space at up to [`MAX_RANGES`] − 1 keys drawn from the distinct keys it
@@ -20,7 +21,7 @@ mod codec;
 mod heatmap;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::db::Engine;
@@ -44,6 +45,11 @@ const SAMPLE_EVERY: u64 = 4;
 const FIRST_RANGES_EVENTS: u64 = 64;
 /// Steps between two redraws of a table's ranges.
 const REDRAW_EVERY_STEPS: i64 = 60;
+/// Range generations kept per table: enough for every step within [`RETENTION_MS`]
+/// (one redraw an hour, plus the first few of a new table).
+const GENERATIONS_KEPT: u32 = 96;
+/// Longest prefix of a key the sample keeps: range starts need no more.
+const SAMPLE_KEY_BYTES: usize = 256;
 
 /// What is counted per key range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,10 +129,13 @@ pub struct Totals {
 }
 
 /// The counters of every table touched since the engine opened.
-#[derive(Default)]
 pub(crate) struct AccessLog {
     tables: RwLock<HashMap<u32, Arc<TableAccess>>>,
     pub totals: Totals,
+    /// The step at which old steps were last deleted.
+    expired_at: AtomicI64,
+    /// Whether requests are counted by key range ([`crate::Options::count_access`]).
+    enabled: bool,
 }
 
 /// One table's ranges and the counters of its current step.
@@ -239,6 +248,7 @@ impl TableAccess {
         let Ok(mut s) = self.sample.lock() else {
             return;
         };
+        let key = &key[..key.len().min(SAMPLE_KEY_BYTES)];
         if s.len() < SAMPLE_KEYS {
             s.push(key.to_vec());
         } else {
@@ -351,6 +361,22 @@ fn spread(keys: Vec<Vec<u8>>, n: usize) -> Vec<Vec<u8>> {
 }
 
 impl AccessLog {
+    /// An empty log; `enabled` says whether requests are counted by key range.
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            tables: RwLock::default(),
+            totals: Totals::default(),
+            expired_at: AtomicI64::new(0),
+            enabled,
+        }
+    }
+
+    /// The counters requests of table `table_id` add to, or `None` when counting by
+    /// key range is off.
+    pub fn counter(&self, engine: &Engine, table_id: u32) -> Option<Arc<TableAccess>> {
+        self.enabled.then(|| self.table(engine, table_id))
+    }
+
     /// The counters of table `table_id`, loading its last ranges on first use.
     pub fn table(&self, engine: &Engine, table_id: u32) -> Arc<TableAccess> {
         if let Ok(t) = self.tables.read()
@@ -389,27 +415,47 @@ impl Engine {
     }
 
     /// Closes the step of every table whose minute has passed: persists its counters,
-    /// deletes steps past [`RETENTION_MS`], redraws ranges that are due. `force`
-    /// persists the current step too (at shutdown), without closing it.
+    /// redraws ranges that are due; once a minute, deletes every table's steps past
+    /// [`RETENTION_MS`] and range generations past [`GENERATIONS_KEPT`]. `force`
+    /// persists the current step too (at shutdown), without closing it. A table that
+    /// fails does not stop the others; the first failure is returned.
     pub fn roll_access(&self, force: bool) -> Result<()> {
         let now_ms = self.now_us().div_euclid(1000);
         let step = now_ms - now_ms.rem_euclid(STEP_MS);
+        let mut first = Ok(());
         for t in self.inner.access.all() {
-            self.roll_table(&t, step, force)?;
+            if let Err(e) = self.roll_table(&t, step, force)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        if self.inner.access.expired_at.swap(step, Relaxed) != step
+            && let Err(e) = self.expire_access(step)
+            && first.is_ok()
+        {
+            first = Err(e);
+        }
+        first
+    }
+
+    /// Deletes the steps and old range generations of every table with history.
+    fn expire_access(&self, step: i64) -> Result<()> {
+        let mut ids = codec::tables_with_history(self)?;
+        ids.extend(self.inner.access.all().iter().map(|t| t.table_id));
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            codec::expire(self, id, step - RETENTION_MS)?;
+            codec::expire_generations(self, id, GENERATIONS_KEPT)?;
         }
         Ok(())
     }
 
     fn roll_table(&self, t: &TableAccess, step: i64, force: bool) -> Result<()> {
-        let (closed, generation, starts, redraw) = {
-            let mut r = t
-                .state
-                .write()
-                .map_err(|_| Error::Storage("access counters lock poisoned".into()))?;
-            if r.step_ms == 0 {
-                r.step_ms = step;
-                r.drawn_at_ms = step;
-            }
+        let poisoned = || Error::Storage("access counters lock poisoned".into());
+        let (closed_step, counts, generation, starts, redraw) = {
+            let mut r = t.state.write().map_err(|_| poisoned())?;
             if r.step_ms == step && !force {
                 return Ok(());
             }
@@ -417,21 +463,68 @@ impl Engine {
             let counts = r.take();
             r.step_ms = step;
             let starts = (!r.persisted).then(|| r.starts.clone());
-            r.persisted = true;
             let redraw = step - r.drawn_at_ms >= REDRAW_EVERY_STEPS * STEP_MS;
-            ((closed_step, counts), r.generation, starts, redraw)
+            (closed_step, counts, r.generation, starts, redraw)
         };
         if let Some(starts) = starts {
             codec::put_generation(self, t.table_id, generation, &starts)?;
+            let mut r = t.state.write().map_err(|_| poisoned())?;
+            if r.generation == generation {
+                r.persisted = true;
+            }
         }
-        let (closed_step, counts) = closed;
         if !counts.is_empty() {
             codec::add_step(self, t.table_id, closed_step, generation, &counts)?;
         }
-        codec::expire(self, t.table_id, step - RETENTION_MS)?;
         if redraw {
             t.redraw(step);
         }
         Ok(())
+    }
+}
+
+/// What Key Visualizer keeps for one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessFootprint {
+    /// Key ranges in use.
+    pub ranges: usize,
+    /// Closed steps stored.
+    pub steps: usize,
+    /// Bytes of the stored steps and range generations (keys and values, before the
+    /// storage engine's compression).
+    pub stored_bytes: u64,
+    /// Bytes held in memory: the current step's counters, the range starts, the key
+    /// sample.
+    pub memory_bytes: u64,
+}
+
+impl Engine {
+    /// What Key Visualizer keeps for table `instance`/`table`.
+    pub fn access_footprint(&self, instance: &str, table: &str) -> Result<AccessFootprint> {
+        let meta = self.table(instance, table)?;
+        let t = self.inner.access.table(self, meta.id);
+        let vec_bytes = |v: &[Vec<u8>]| {
+            v.iter()
+                .map(|k| (k.capacity() + std::mem::size_of::<Vec<u8>>()) as u64)
+                .sum::<u64>()
+        };
+        let (ranges, mut memory_bytes) = {
+            let r = t
+                .state
+                .read()
+                .map_err(|_| Error::Storage("access counters lock poisoned".into()))?;
+            let counters = (r.counts.len() * std::mem::size_of::<AtomicU64>()) as u64;
+            (r.starts.len() + 1, counters + vec_bytes(&r.starts))
+        };
+        if let Ok(s) = t.sample.lock() {
+            memory_bytes += vec_bytes(&s);
+        }
+        let (steps, stored_bytes) = codec::stored(self, meta.id)?;
+        Ok(AccessFootprint {
+            ranges,
+            steps,
+            stored_bytes,
+            memory_bytes,
+        })
     }
 }

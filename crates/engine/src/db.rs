@@ -70,6 +70,9 @@ pub struct Options {
     pub undelete_window: Duration,
     /// Told the duration of each group commit's flush and fsync; `None`: nobody.
     pub on_sync: Option<crate::durability::SyncSink>,
+    /// Count reads and writes by key range for Key Visualizer ([`crate::access`]);
+    /// engine-wide totals are counted either way.
+    pub count_access: bool,
 }
 
 impl Default for Options {
@@ -83,6 +86,7 @@ impl Default for Options {
             on_warning: None,
             undelete_window: Duration::from_secs(crate::limits::DEFAULT_UNDELETE_WINDOW_SECS),
             on_sync: None,
+            count_access: true,
         }
     }
 }
@@ -190,7 +194,7 @@ impl Engine {
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),
             undelete_window: options.undelete_window,
-            access: crate::access::AccessLog::default(),
+            access: crate::access::AccessLog::new(options.count_access),
         });
         Self {
             inner: Arc::clone(&inner),

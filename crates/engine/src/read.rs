@@ -208,7 +208,7 @@ pub struct RowStream {
     stats: ReadStats,
     done: bool,
     /// The table's access counters ([`crate::access`]).
-    access: Arc<crate::access::TableAccess>,
+    access: Option<Arc<crate::access::TableAccess>>,
 }
 
 impl RowStream {
@@ -384,12 +384,19 @@ impl RowStream {
         }
     }
 
+    /// Counts one row in the table's key range, when counting is on.
+    fn count_row(&self, key: &[u8], amounts: [u64; crate::access::METRICS]) {
+        if let Some(a) = &self.access {
+            a.add(key, amounts);
+        }
+    }
+
     fn finish_row(&mut self, row_prefix: &[u8], cells: Vec<Cell>) -> Result<Option<Row>> {
         let totals = &self.engine.inner.access.totals;
         totals.rows_scanned.fetch_add(1, Relaxed);
         let key = keys::row_of_prefix(row_prefix);
         if cells.is_empty() {
-            self.access.add(&key, [0, 0, 0, 0, 1]);
+            self.count_row(&key, [0, 0, 0, 0, 1]);
             return Ok(None);
         }
         let cells = match &self.filter {
@@ -397,7 +404,7 @@ impl RowStream {
             None => cells,
         };
         if cells.is_empty() {
-            self.access.add(&key, [0, 0, 0, 0, 1]);
+            self.count_row(&key, [0, 0, 0, 0, 1]);
             return Ok(None);
         }
         let bytes = key.len() as u64
@@ -408,7 +415,7 @@ impl RowStream {
         totals.rows_read.fetch_add(1, Relaxed);
         totals.cells_read.fetch_add(cells.len() as u64, Relaxed);
         totals.bytes_read.fetch_add(bytes, Relaxed);
-        self.access.add(&key, [0, 1, 0, bytes, 1]);
+        self.count_row(&key, [0, 1, 0, bytes, 1]);
         self.stats.rows_returned += 1;
         self.stats.cells_returned += cells.len() as u64;
         Ok(Some(Row { key, cells }))
@@ -481,7 +488,7 @@ impl Engine {
             .map(|r| encoded_range(meta.id, r))
             .collect();
         RowStream {
-            access: self.inner.access.table(self, meta.id),
+            access: self.inner.access.counter(self, meta.id),
             engine: self.clone(),
             snapshot: self.inner.db.snapshot(),
             now_us: self.now_us(),

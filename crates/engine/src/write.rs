@@ -72,7 +72,7 @@ struct Applier<'a> {
     /// table has a change stream ([`crate::changes`]).
     changes: Option<Vec<(Vec<u8>, Vec<Mutation>)>>,
     /// The table's access counters ([`crate::access`]).
-    access: Arc<crate::access::TableAccess>,
+    access: Option<Arc<crate::access::TableAccess>>,
 }
 
 impl<'a> Applier<'a> {
@@ -91,7 +91,7 @@ impl<'a> Applier<'a> {
             gc_now_us: now,
             warnings: Vec::new(),
             changes: meta.change_retention_us.map(|_| Vec::new()),
-            access: engine.inner.access.table(engine, meta.id),
+            access: engine.inner.access.counter(engine, meta.id),
         }
     }
 
@@ -184,7 +184,9 @@ impl<'a> Applier<'a> {
         totals.rows_written.fetch_add(1, Relaxed);
         totals.cells_written.fetch_add(cells, Relaxed);
         totals.bytes_written.fetch_add(bytes, Relaxed);
-        self.access.add(key, [1, 0, bytes, 0, 0]);
+        if let Some(a) = &self.access {
+            a.add(key, [1, 0, bytes, 0, 0]);
+        }
     }
 
     /// Refuses the row's entry if it would take the stored row past

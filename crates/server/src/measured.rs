@@ -4,7 +4,8 @@
 //! The status is read where gRPC puts it: in the response headers of a
 //! trailers-only answer (an error before any message), else in the trailers that
 //! end the stream. A stream dropped before its trailers (the client went away)
-//! counts as CANCELLED.
+//! counts as CANCELLED. Calls answered UNIMPLEMENTED share one method label,
+//! `unimplemented`.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -15,6 +16,9 @@ use almanac_console::Metrics;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Context, Poll, Service, http};
 use tonic::server::NamedService;
+
+/// The method label of calls that answered UNIMPLEMENTED.
+const UNSERVED_METHOD: &str = "unimplemented";
 
 /// Wraps a gRPC service.
 #[derive(Clone)]
@@ -117,8 +121,14 @@ impl Drop for MeasuredBody {
             Some(code) => Some(code_name(code)),
             None => Some("CANCELLED"),
         };
-        self.metrics
-            .grpc(&self.method, code, self.started.elapsed());
+        // Any path reaches a service; only methods it serves get a label of their own,
+        // so made-up names cannot grow the metrics.
+        let method = if code == Some("UNIMPLEMENTED") {
+            UNSERVED_METHOD
+        } else {
+            &self.method
+        };
+        self.metrics.grpc(method, code, self.started.elapsed());
     }
 }
 

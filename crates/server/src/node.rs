@@ -75,6 +75,8 @@ pub struct NodeConfig {
     pub bucket_dir: Option<PathBuf>,
     /// The console's listener (pages, JSON API, `/metrics`); `None`: no console.
     pub console_addr: Option<SocketAddr>,
+    /// Count reads and writes by key range for Key Visualizer.
+    pub key_visualizer: bool,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -99,6 +101,7 @@ impl NodeConfig {
             timestream_advertise: None,
             bucket_dir: None,
             console_addr: None,
+            key_visualizer: true,
         }
     }
 }
@@ -142,6 +145,7 @@ impl Node {
             timestream_advertise,
             bucket_dir,
             console_addr,
+            key_visualizer,
         } = config;
         let metrics = Metrics::new();
         let data_dir_shown = data_dir.clone();
@@ -151,6 +155,7 @@ impl Node {
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
             undelete_window,
             on_warning,
+            count_access: key_visualizer,
             on_sync: Some({
                 let m = Arc::clone(&metrics);
                 Arc::new(move |took| m.group_commit(took))
@@ -246,6 +251,7 @@ impl Node {
         ));
         let roller = tokio::spawn(roll_access_periodically(
             self.engine.clone(),
+            Arc::clone(&self.metrics),
             stop_rx.clone(),
         ));
         let console = self.console.map(|(listener, _)| {
@@ -297,7 +303,11 @@ impl Node {
         };
         let engine = self.engine;
         let flushed = tokio::task::spawn_blocking(move || {
-            engine.roll_access(true)?;
+            // Key Visualizer's minute under way is history for display: a failure to
+            // keep it is reported, and never stands in the way of the flush.
+            if let Err(e) = engine.roll_access(true) {
+                eprintln!("almanac: saving access counters failed: {e}");
+            }
             engine.shutdown()
         })
         .await;
@@ -393,16 +403,26 @@ async fn seal_periodically(
     }
 }
 
-/// Closes Key Visualizer's steps whose minute has passed, every
-/// [`ROLL_ACCESS_SECS`], until `stop` turns true. A failure is reported on stderr.
-async fn roll_access_periodically(engine: Engine, mut stop: watch::Receiver<bool>) {
+/// Every [`ROLL_ACCESS_SECS`] until `stop` turns true: closes Key Visualizer's steps
+/// whose minute has passed, and drains the metrics' histogram samples (kept until
+/// then, scraped or not). A failure is reported on stderr.
+async fn roll_access_periodically(
+    engine: Engine,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(ROLL_ACCESS_SECS)) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
         let engine = engine.clone();
-        match tokio::task::spawn_blocking(move || engine.roll_access(false)).await {
+        let metrics = Arc::clone(&metrics);
+        let pass = tokio::task::spawn_blocking(move || {
+            metrics.upkeep();
+            engine.roll_access(false)
+        });
+        match pass.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!("almanac: saving access counters failed: {e}"),
             Err(e) => eprintln!("almanac: saving access counters failed: {e}"),

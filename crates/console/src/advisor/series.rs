@@ -25,9 +25,9 @@ const CHANGING_PERCENT: usize = 80;
 /// Fewest such groups for `changing-dimension`.
 const MIN_CHANGING_GROUPS: usize = 5;
 /// Multi-measure records are sparse when they set less than this share (%) of the
-/// table's measures on average.
+/// measures seen under their measure name.
 const SPARSE_PERCENT: usize = 50;
-/// Fewest measures of a multi-measure table for `sparse-multi-measure`.
+/// Fewest measures under a measure name for `sparse-multi-measure`.
 const MIN_SPARSE_MEASURES: usize = 4;
 /// Single-measure records should be one multi-measure record when at least this
 /// share (%) of them share their time and dimensions with another measure name.
@@ -97,7 +97,7 @@ pub fn check(
     let series: Vec<Series> = by_series.into_values().collect();
     id_dimension(&series, &meta.schema.dimensions, findings);
     changing_dimension(&series, &meta.schema.dimensions, findings);
-    sparse(&points, meta.schema.attributes.len(), findings);
+    sparse(&points, findings);
     single_measures(&points, &meta.schema.measures, findings);
     Ok(())
 }
@@ -175,33 +175,42 @@ fn changing_dimension(series: &[Series], dims: &[String], findings: &mut Vec<Fin
     }
 }
 
-fn sparse(points: &[Point<'static>], measures: usize, findings: &mut Vec<Finding>) {
-    if measures < MIN_SPARSE_MEASURES {
+fn sparse(points: &[Point<'static>], findings: &mut Vec<Finding>) {
+    // The measures each multi-measure name was seen with, then each record against
+    // its own name's.
+    let mut seen: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for p in points {
+        if let Measures::Multi(v) = &p.measures {
+            seen.entry(p.measure_name.as_ref())
+                .or_default()
+                .extend(v.iter().map(|(n, _)| n.as_ref()));
+        }
+    }
+    let (mut set, mut possible, mut records) = (0usize, 0usize, 0usize);
+    for p in points {
+        if let Measures::Multi(v) = &p.measures {
+            let all = seen.get(p.measure_name.as_ref()).map_or(0, BTreeSet::len);
+            if all >= MIN_SPARSE_MEASURES {
+                set += v.len();
+                possible += all;
+                records += 1;
+            }
+        }
+    }
+    if records < MIN_SERIES || percent(set, possible) >= SPARSE_PERCENT {
         return;
     }
-    let set: Vec<usize> = points
-        .iter()
-        .filter_map(|p| match &p.measures {
-            Measures::Multi(v) => Some(v.len()),
-            Measures::Single(_) => None,
-        })
-        .collect();
-    if set.len() < MIN_SERIES {
-        return;
-    }
-    let average = set.iter().sum::<usize>() as f64 / set.len() as f64;
-    if percent((average * 100.0) as usize, measures * 100) < SPARSE_PERCENT {
-        findings.push(Finding {
-            rule: "sparse-multi-measure",
-            severity: Severity::Warning,
-            title: "Multi-measure records are mostly empty".into(),
-            evidence: format!(
-                "sampled records set {average:.1} of the table's {measures} measures on average"
-            ),
-            fix: "Group measures that are reported together into one multi-measure record; put measures reported at other times or by other sources under their own measure name (or table), so records are dense.".into(),
-            guide: TIMESTREAM_GUIDE,
-        });
-    }
+    findings.push(Finding {
+        rule: "sparse-multi-measure",
+        severity: Severity::Warning,
+        title: "Multi-measure records are mostly empty".into(),
+        evidence: format!(
+            "{records} sampled records set {}% of the measures their measure name carries ({set} of {possible})",
+            percent(set, possible)
+        ),
+        fix: "Group measures that are reported together into one multi-measure record; put measures reported at other times or by other sources under their own measure name (or table), so records are dense.".into(),
+        guide: TIMESTREAM_GUIDE,
+    });
 }
 
 fn single_measures(

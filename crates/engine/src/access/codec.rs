@@ -3,9 +3,10 @@
 //! ```text
 //! `w` table_id (u32 BE) generation (u32 BE) → varint n, then n × (varint len, key bytes):
 //!     the start keys of ranges 1..=n of that generation (range 0 starts at the empty key)
-//! `v` table_id (u32 BE) step_ms (i64 BE) generation (u32 BE) → varint n, then
-//!     n × (varint range, 5 × varint count): one closed step's non-zero counters, in
-//!     the order writes, reads, bytes written, bytes read, rows scanned
+//! `v` table_id (u32 BE) step_ms (i64 BE) generation (u32 BE) → u8 version (1),
+//!     varint n, then n × (varint range, 5 × varint count): one closed step's
+//!     non-zero counters, in the order writes, reads, bytes written, bytes read,
+//!     rows scanned
 //! ```
 //! Decoding never panics: a short record is `Error::Corrupt`.
 
@@ -17,6 +18,8 @@ use crate::error::{Error, Result};
 
 const GENERATION_TAG: u8 = b'w';
 const STEP_TAG: u8 = b'v';
+/// Version of the step record written by this build.
+const STEP_VERSION: u8 = 1;
 
 /// One persisted step: its start, the generation of its ranges, its counters.
 pub(super) struct Step {
@@ -96,7 +99,7 @@ pub(super) fn decode_starts(mut b: &[u8]) -> Result<Vec<Vec<u8>>> {
 }
 
 fn encode_counts(counts: &[(u32, [u64; METRICS])]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = vec![STEP_VERSION];
     put_varint(&mut out, counts.len() as u64);
     for (range, values) in counts {
         put_varint(&mut out, u64::from(*range));
@@ -107,7 +110,15 @@ fn encode_counts(counts: &[(u32, [u64; METRICS])]) -> Vec<u8> {
     out
 }
 
-fn decode_counts(mut b: &[u8]) -> Result<Vec<(u32, [u64; METRICS])>> {
+fn decode_counts(b: &[u8]) -> Result<Vec<(u32, [u64; METRICS])>> {
+    let Some((&version, mut b)) = b.split_first() else {
+        return Err(Error::Corrupt("access counters: empty step record".into()));
+    };
+    if version != STEP_VERSION {
+        return Err(Error::Corrupt(format!(
+            "access counters: step record version {version}, this build reads {STEP_VERSION}"
+        )));
+    }
     let n = get_varint(&mut b)?;
     let mut out = Vec::new();
     for _ in 0..n {
@@ -183,7 +194,7 @@ pub(super) fn add_step(
     for (range, values) in counts {
         match merged.iter_mut().find(|(r, _)| r == range) {
             Some((_, have)) => {
-                for (h, v) in have.iter_mut().zip(values) {
+                for (h, v) in have.iter_mut().zip(values.iter()) {
                     *h = h.saturating_add(*v);
                 }
             }
@@ -210,6 +221,42 @@ pub(super) fn expire(engine: &Engine, table_id: u32, before_ms: i64) -> Result<(
     Ok(())
 }
 
+/// Deletes a table's range generations older than its newest `kept`.
+pub(super) fn expire_generations(engine: &Engine, table_id: u32, kept: u32) -> Result<()> {
+    let (newest, _) = latest_generation(engine, table_id)?;
+    let Some(oldest_kept) = newest.checked_sub(kept) else {
+        return Ok(());
+    };
+    let inner = &engine.inner;
+    let snapshot = inner.db.snapshot();
+    for guard in snapshot.range(
+        &inner.meta,
+        generation_key(table_id, 0)..generation_key(table_id, oldest_kept),
+    ) {
+        inner.meta.remove(guard.key()?)?;
+    }
+    Ok(())
+}
+
+/// Ids of the tables with persisted range generations.
+pub(super) fn tables_with_history(engine: &Engine) -> Result<Vec<u32>> {
+    let inner = &engine.inner;
+    let snapshot = inner.db.snapshot();
+    let mut ids: Vec<u32> = Vec::new();
+    for guard in snapshot.prefix(&inner.meta, [GENERATION_TAG]) {
+        let k = guard.key()?;
+        let id: [u8; 4] = k
+            .get(1..5)
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(|| Error::Corrupt("access counters: generation key".into()))?;
+        let id = u32::from_be_bytes(id);
+        if ids.last() != Some(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
 /// A table's steps that start in `[from_ms, to_ms]`, oldest first.
 pub(super) fn steps(engine: &Engine, table_id: u32, from_ms: i64, to_ms: i64) -> Result<Vec<Step>> {
     let inner = &engine.inner;
@@ -231,6 +278,26 @@ pub(super) fn steps(engine: &Engine, table_id: u32, from_ms: i64, to_ms: i64) ->
         });
     }
     Ok(out)
+}
+
+/// A table's stored steps and the bytes of its step and generation records.
+pub(super) fn stored(engine: &Engine, table_id: u32) -> Result<(usize, u64)> {
+    let inner = &engine.inner;
+    let snapshot = inner.db.snapshot();
+    let mut steps = 0;
+    let mut bytes = 0u64;
+    for tag in [STEP_TAG, GENERATION_TAG] {
+        let mut prefix = vec![tag];
+        prefix.extend_from_slice(&table_id.to_be_bytes());
+        for guard in snapshot.prefix(&inner.meta, &prefix) {
+            let (k, v) = guard.into_inner()?;
+            bytes += (k.len() + v.len()) as u64;
+            if tag == STEP_TAG {
+                steps += 1;
+            }
+        }
+    }
+    Ok((steps, bytes))
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 
 /// Most columns a matrix has: past it, consecutive steps are summed into one column.
 pub const MAX_COLUMNS: usize = 1440;
+/// Longest window drawn: the counters' retention and a step.
+pub const MAX_WINDOW_MS: i64 = super::RETENTION_MS + STEP_MS;
 /// Most rows a matrix has.
 pub const MAX_ROWS: usize = super::MAX_RANGES;
 
@@ -51,10 +53,16 @@ pub struct Heatmap {
 impl Engine {
     /// One metric of table `instance`/`table` by key range and step ([`crate::access`]).
     pub fn heatmap(&self, instance: &str, table: &str, req: &HeatmapRequest) -> Result<Heatmap> {
-        if req.to_ms < req.from_ms {
+        if req.from_ms < 0 || req.to_ms < req.from_ms {
             return Err(Error::Invalid(format!(
-                "window ends ({}) before it starts ({})",
-                req.to_ms, req.from_ms
+                "the window must start at or after 0 and end at or after its start, not {}..{}",
+                req.from_ms, req.to_ms
+            )));
+        }
+        if req.to_ms - req.from_ms > MAX_WINDOW_MS {
+            return Err(Error::Invalid(format!(
+                "the window spans {} ms; at most {MAX_WINDOW_MS} ms (the counters' retention) can be drawn",
+                req.to_ms - req.from_ms
             )));
         }
         if req.rows == 0 || req.rows > MAX_ROWS {
@@ -99,7 +107,7 @@ impl Engine {
                 if let Some(row) = row_of(starts, *range as usize, &req.lo, &req.hi, &bounds)
                     && let Some(cell) = values.get_mut(row).and_then(|r| r.get_mut(column))
                 {
-                    *cell += value;
+                    *cell = cell.saturating_add(value);
                 }
             }
         };
@@ -129,7 +137,10 @@ impl Engine {
             })
             .collect();
         let max = values.iter().flatten().copied().max().unwrap_or(0);
-        let total = values.iter().flatten().sum();
+        let total = values
+            .iter()
+            .flatten()
+            .fold(0u64, |sum, v| sum.saturating_add(*v));
         Ok(Heatmap {
             column_ms,
             times,

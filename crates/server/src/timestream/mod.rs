@@ -405,11 +405,21 @@ fn unknown_operation(message: String) -> Response {
 async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
     let started = std::time::Instant::now();
     let metrics = Arc::clone(&app.metrics);
+    // Only operations the endpoint serves get a label of their own, so made-up
+    // names cannot grow the metrics.
     let op = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .and_then(|t| t.split_once('.'))
-        .map_or_else(|| "unknown".to_owned(), |(_, op)| op.to_owned());
+        .map(|(_, op)| op)
+        .filter(|op| {
+            write_ops::OPERATIONS.contains(op)
+                || batch_ops::OPERATIONS.contains(op)
+                || query_ops::QueryOp::named(op).is_some()
+                || scheduled_ops::ScheduledOp::named(op).is_some()
+        })
+        .unwrap_or("unknown")
+        .to_owned();
     let response = handle_op(app, headers, body).await;
     let exception = response
         .headers()
