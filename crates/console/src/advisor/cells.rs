@@ -144,3 +144,53 @@ pub fn check(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use almanac_engine::Cell;
+    use almanac_engine::schema::{FamilySpec, Granularity};
+
+    use super::*;
+
+    fn info() -> TableInfo {
+        TableInfo {
+            instance: "projects/p/instances/i".into(),
+            name: "t".into(),
+            families: vec![("cf".into(), FamilySpec::default())],
+            granularity: Granularity::Micros,
+            deletion_protection: false,
+            change_retention_us: None,
+        }
+    }
+
+    fn row(key: &str, values: &[usize]) -> Row {
+        Row {
+            key: key.as_bytes().to_vec(),
+            cells: values
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| Cell {
+                    family: "cf".into(),
+                    qualifier: format!("q{i}").into_bytes().into(),
+                    timestamp_us: 1000,
+                    value: vec![0; len],
+                    labels: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    fn rules(rows: &[Row]) -> Vec<&'static str> {
+        let (mut findings, mut checked) = (Vec::new(), Vec::new());
+        check(&info(), rows, &mut findings, &mut checked);
+        findings.iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn large_cells_and_rows_are_found_and_ordinary_ones_are_not() {
+        assert_eq!(rules(&[row("a", &[1024, 2048])]), Vec::<&str>::new());
+        assert_eq!(rules(&[row("a", &[11 * 1024 * 1024])]), vec!["large-cell"]);
+        let big_row = row("b", &[9 * 1024 * 1024; 12]);
+        assert_eq!(rules(&[row("a", &[10]), big_row]), vec!["large-row"]);
+    }
+}
