@@ -7,6 +7,26 @@ use axum::response::{IntoResponse, Response};
 /// Path under `/assets/`, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
     (
+        "core.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/core.js"),
+    ),
+    (
+        "keyvis.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/keyvis.js"),
+    ),
+    (
+        "views.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/views.js"),
+    ),
+    (
+        "metrics.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/metrics.js"),
+    ),
+    (
         "app.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/app.js"),
