@@ -2,18 +2,21 @@
 //! parses flags and tests can start a whole server in process.
 //!
 //! ## A node's life, step by step
-//! 1. [`Node::start`] binds the Bigtable gRPC listener and the Timestream HTTP
-//!    listener (a taken port fails before anything is opened), then opens the data
-//!    directory (the engine replays its journal on the blocking pool), the time-series
-//!    catalog and the SQL engine over them. Nothing is served yet, so a caller can
-//!    report the bound addresses (port 0 picks free ones).
-//! 2. [`Node::run`] serves both listeners and runs the background passes: the engine's
-//!    GC sweep (its own thread, every [`NodeConfig::sweep_interval`]) and the sealing
-//!    of closed time-series buckets (every [`NodeConfig::seal_interval`], on the
-//!    blocking pool).
-//! 3. When the shutdown future resolves, both listeners stop accepting, requests in
-//!    flight finish, a seal pass under way finishes, and the engine flushes its
-//!    memtables and journal before `run` returns.
+//! 1. [`Node::start`] creates the server's metrics and binds the Bigtable gRPC
+//!    listener, the Timestream HTTP listener and the console's (a taken port fails
+//!    before anything is opened), then opens the data directory (the engine replays its
+//!    journal on the blocking pool), the time-series catalog and the SQL engine over
+//!    them. Nothing is served yet, so a caller can report the bound addresses (port 0
+//!    picks free ones).
+//! 2. [`Node::run`] serves the listeners and runs the background passes: the engine's
+//!    GC sweep (its own thread, every [`NodeConfig::sweep_interval`]), the sealing of
+//!    closed time-series buckets (every [`NodeConfig::seal_interval`], on the blocking
+//!    pool), and every [`ROLL_ACCESS_SECS`] the closing of Key Visualizer's minutes and
+//!    the metrics' upkeep.
+//! 3. When the shutdown future resolves, the listeners stop accepting, requests in
+//!    flight finish, a seal pass under way finishes, Key Visualizer's minute under way
+//!    is saved, and the engine flushes its memtables and journal before `run`
+//!    returns.
 //!
 //! [`compact`] is the offline counterpart: on a stopped server's directory it seals
 //! closed buckets and rewrites the tables into one sorted run.
