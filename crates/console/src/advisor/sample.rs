@@ -9,9 +9,12 @@ use crate::Result;
 
 /// Most rows sampled.
 pub const SAMPLE_ROWS: usize = 2000;
+/// Sampling stops once the rows read hold this many bytes (a row may hold 256 MB).
+pub const SAMPLE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Up to [`SAMPLE_ROWS`] rows: from the start of each piece SampleRowKeys splits the
-/// table into, an equal share of the rows each.
+/// table into, an equal share of the rows each; no more once they hold
+/// [`SAMPLE_BYTES`] (the row that crosses it is kept, so a large row is still seen).
 pub fn rows(engine: &Engine, instance: &str, table: &str) -> Result<Vec<Row>> {
     let splits = engine.sample_row_keys(instance, table, &RowRange::all())?;
     let starts: Vec<Vec<u8>> = std::iter::once(Vec::new())
@@ -24,8 +27,9 @@ pub fn rows(engine: &Engine, instance: &str, table: &str) -> Result<Vec<Row>> {
         .collect();
     let per_piece = (SAMPLE_ROWS / starts.len()).max(1);
     let mut out: Vec<Row> = Vec::new();
+    let mut bytes = 0u64;
     for start in starts {
-        if out.len() >= SAMPLE_ROWS {
+        if out.len() >= SAMPLE_ROWS || bytes >= SAMPLE_BYTES {
             break;
         }
         if out.last().is_some_and(|r| r.key >= start) {
@@ -48,7 +52,16 @@ pub fn rows(engine: &Engine, instance: &str, table: &str) -> Result<Vec<Row>> {
             ..ReadRequest::default()
         };
         for row in engine.read_rows(instance, table, req)? {
-            out.push(row?);
+            let row = row?;
+            bytes += row
+                .cells
+                .iter()
+                .map(|c| (c.qualifier.len() + c.value.len()) as u64)
+                .sum::<u64>();
+            out.push(row);
+            if bytes >= SAMPLE_BYTES {
+                break;
+            }
         }
     }
     Ok(out)
