@@ -9,9 +9,10 @@
 //! ## A request, step by step
 //! 1. axum routes it ([`router`]); each connection is counted while open.
 //! 2. Static paths answer embedded bytes; `/metrics` reads the engine's counters and
-//!    renders the recorder.
-//! 3. `/api/…` handlers parse their parameters ([`api`]), run the engine, SQL or
-//!    advisor work on the blocking pool, and answer JSON.
+//!    renders the recorder on the blocking pool.
+//! 3. `/api/…` handlers parse their parameters ([`api`]), run engine and advisor work
+//!    on the blocking pool (SQL plans on the runtime and scans there), and answer
+//!    JSON.
 //! 4. Every failure is an [`Error`], mapped to an HTTP status in one place
 //!    ([`error`]) with `{"error": message}`.
 
