@@ -4,9 +4,6 @@
 use almanac_client::http::{Client, Endpoint, query_escape};
 use anyhow::{Context, bail};
 
-/// The instance of a Bigtable table when `--instance` is not given.
-const DEFAULT_INSTANCE: &str = "projects/almanac/instances/almanac";
-
 /// Flags of `almanac lint`.
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
@@ -33,7 +30,10 @@ pub fn run(args: LintArgs) -> anyhow::Result<()> {
         .is_none()
         .then(|| args.table.split_once('.'))
         .flatten();
-    let instance = args.instance.as_deref().unwrap_or(DEFAULT_INSTANCE);
+    let instance = args
+        .instance
+        .as_deref()
+        .unwrap_or(almanac_server::DEFAULT_CONSOLE_INSTANCE);
     let query = match series {
         Some((db, table)) => format!(
             "database={}&ts_table={}",

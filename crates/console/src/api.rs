@@ -58,7 +58,7 @@ pub async fn stats(State(c): State<Arc<Console>>) -> Result<Json<Value>> {
     .await?;
     let sum = |name: &str| crate::metrics::sum_of(&text, name);
     Ok(Json(json!({
-        "time_ms": now_ms(),
+        "time_ms": c.engine.now_us() / 1000,
         "requests": sum("almanac_grpc_requests_total") + sum("almanac_timestream_requests_total"),
         "errors": sum("almanac_grpc_errors_total") + sum("almanac_timestream_errors_total"),
         "rows_read": s.rows_read,
@@ -72,12 +72,6 @@ pub async fn stats(State(c): State<Arc<Console>>) -> Result<Json<Value>> {
         "journal_bytes": s.journal_bytes,
         "open_connections": sum("almanac_open_connections"),
     })))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A GC rule as the console writes it: `max_versions(1)`, `max_age(7d)`,

@@ -40,3 +40,16 @@ impl Row {
                 .sum::<usize>()
     }
 }
+
+impl Row {
+    /// The row's bytes as reads and Key Visualizer count them: the key, and each
+    /// cell's qualifier and value.
+    pub fn bytes(&self) -> u64 {
+        self.key.len() as u64
+            + self
+                .cells
+                .iter()
+                .map(|c| (c.qualifier.len() + c.value.len()) as u64)
+                .sum::<u64>()
+    }
+}

@@ -384,41 +384,41 @@ impl RowStream {
         }
     }
 
-    /// Counts one row in the table's key range, when counting is on.
-    fn count_row(&self, key: &[u8], amounts: [u64; crate::access::METRICS]) {
+    /// Counts a row that was walked but returns no cell (the key is decoded only
+    /// when counting by key range is on).
+    fn count_skipped(&self, row_prefix: &[u8]) {
         if let Some(a) = &self.access {
-            a.add(key, amounts);
+            a.add(&keys::row_of_prefix(row_prefix), [0, 0, 0, 0, 1]);
         }
     }
 
     fn finish_row(&mut self, row_prefix: &[u8], cells: Vec<Cell>) -> Result<Option<Row>> {
         let totals = &self.engine.inner.access.totals;
         totals.rows_scanned.fetch_add(1, Relaxed);
-        let key = keys::row_of_prefix(row_prefix);
         if cells.is_empty() {
-            self.count_row(&key, [0, 0, 0, 0, 1]);
+            self.count_skipped(row_prefix);
             return Ok(None);
         }
+        let key = keys::row_of_prefix(row_prefix);
         let cells = match &self.filter {
             Some(f) => f.apply(&key, cells, &self.engine.inner.rng),
             None => cells,
         };
         if cells.is_empty() {
-            self.count_row(&key, [0, 0, 0, 0, 1]);
+            self.count_skipped(row_prefix);
             return Ok(None);
         }
-        let bytes = key.len() as u64
-            + cells
-                .iter()
-                .map(|c| (c.qualifier.len() + c.value.len()) as u64)
-                .sum::<u64>();
+        let row = Row { key, cells };
+        let bytes = row.bytes();
         totals.rows_read.fetch_add(1, Relaxed);
-        totals.cells_read.fetch_add(cells.len() as u64, Relaxed);
+        totals.cells_read.fetch_add(row.cells.len() as u64, Relaxed);
         totals.bytes_read.fetch_add(bytes, Relaxed);
-        self.count_row(&key, [0, 1, 0, bytes, 1]);
+        if let Some(a) = &self.access {
+            a.add(&row.key, [0, 1, 0, bytes, 1]);
+        }
         self.stats.rows_returned += 1;
-        self.stats.cells_returned += cells.len() as u64;
-        Ok(Some(Row { key, cells }))
+        self.stats.cells_returned += row.cells.len() as u64;
+        Ok(Some(row))
     }
 }
 

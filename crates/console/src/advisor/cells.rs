@@ -34,14 +34,6 @@ fn busiest_column(row: &Row) -> Option<(&str, &[u8], usize)> {
     best
 }
 
-fn row_bytes(row: &Row) -> u64 {
-    row.cells
-        .iter()
-        .map(|c| (c.qualifier.len() + c.value.len()) as u64)
-        .sum::<u64>()
-        + row.key.len() as u64
-}
-
 /// Checks the table's families and the sampled rows' cells.
 pub fn check(
     info: &TableInfo,
@@ -105,8 +97,8 @@ pub fn check(
             });
         }
     }
-    if let Some(row) = rows.iter().max_by_key(|r| row_bytes(r))
-        && row_bytes(row) > LARGE_ROW_BYTES
+    if let Some(row) = rows.iter().max_by_key(|r| r.bytes())
+        && row.bytes() > LARGE_ROW_BYTES
     {
         findings.push(Finding {
             rule: "large-row",
@@ -115,7 +107,7 @@ pub fn check(
             evidence: format!(
                 "row \"{}\" holds {} MB (recommended at most 100 MB; the limit is 256 MB)",
                 display(&row.key),
-                row_bytes(row) / (1024 * 1024)
+                row.bytes() / (1024 * 1024)
             ),
             fix: "Split the row: for time series, a row per shorter period (half an hour or a minute instead of an hour), or move bulky values to their own rows.".into(),
             guide: BIGTABLE_GUIDE,

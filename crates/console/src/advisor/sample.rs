@@ -53,11 +53,7 @@ pub fn rows(engine: &Engine, instance: &str, table: &str) -> Result<Vec<Row>> {
         };
         for row in engine.read_rows(instance, table, req)? {
             let row = row?;
-            bytes += row
-                .cells
-                .iter()
-                .map(|c| (c.qualifier.len() + c.value.len()) as u64)
-                .sum::<u64>();
+            bytes += row.bytes();
             out.push(row);
             if bytes >= SAMPLE_BYTES {
                 break;
