@@ -11,6 +11,7 @@ use almanac_engine::Durability;
 use almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS;
 use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
 use almanac_server::{Node, NodeConfig};
+use almanac_sql::{QueryLimits, budget};
 use almanac_timeseries::DEFAULT_INSTANCE;
 use anyhow::Context;
 
@@ -65,6 +66,16 @@ pub struct ServeArgs {
     /// stays, nothing new is counted; /metrics is unaffected).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     key_visualizer: String,
+    /// MiB of memory all running SQL queries may reserve together (sorts, aggregates,
+    /// joins); one query may reserve half. A query past it fails naming the limit.
+    #[arg(long, default_value_t = (budget::DEFAULT_QUERY_MEMORY_BYTES >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    query_memory_mib: u64,
+    /// Seconds one SQL query may run before it is stopped (Timestream's Query API
+    /// stops at 60).
+    #[arg(long, default_value_t = budget::DEFAULT_TIME_LIMIT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    query_time_limit_secs: u64,
 }
 
 /// `--console-addr`: an address, or `off`.
@@ -89,6 +100,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         bucket_dir: args.bucket_dir,
         console_addr: console_addr(&args.console_addr)?,
         key_visualizer: args.key_visualizer == "on",
+        query_limits: QueryLimits {
+            time_limit: Duration::from_secs(args.query_time_limit_secs),
+            ..QueryLimits::with_memory(
+                usize::try_from(args.query_memory_mib.saturating_mul(1 << 20))
+                    .unwrap_or(usize::MAX),
+            )
+        },
         on_warning: Some(Arc::new(|w: &almanac_engine::warning::Warning| {
             eprintln!("almanac: warning: {w}");
         })),

@@ -37,7 +37,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 /// `/metrics`.
 pub async fn metrics(State(c): State<Arc<Console>>) -> Response {
-    let text = c.metrics.render(&c.engine);
+    let text = c.metrics.render(&c.engine, &c.sql.load());
     (
         [(
             header::CONTENT_TYPE,

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use almanac_engine::Engine;
+use almanac_sql::QueryLoadSnapshot;
 use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder, Unit};
 use metrics_exporter_prometheus::{
     Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
@@ -247,7 +248,7 @@ impl Metrics {
     }
 
     /// The exposition, with the engine's counters and sizes read now.
-    pub fn render(&self, engine: &Engine) -> String {
+    pub fn render(&self, engine: &Engine, queries: &QueryLoadSnapshot) -> String {
         let s = StorageSnapshot::of(engine);
         let r = &self.recorder;
         let counter = |name: &'static str, v: u64| {
@@ -268,6 +269,20 @@ impl Metrics {
         gauge("almanac_disk_bytes", s.disk_bytes);
         gauge("almanac_journal_bytes", s.journal_bytes);
         gauge("almanac_memtable_bytes", s.memtable_bytes);
+        gauge("almanac_queries_running", queries.running);
+        gauge("almanac_query_memory_bytes", queries.reserved_bytes);
+        for (reason, n) in [
+            ("time_limit", queries.timed_out),
+            ("memory", queries.out_of_memory),
+            ("dropped", queries.dropped),
+        ] {
+            let labels = [Label::new("reason", reason)];
+            r.register_counter(
+                &Key::from_parts("almanac_queries_stopped_total", labels.iter()),
+                &METADATA,
+            )
+            .absolute(n);
+        }
         for l in [Listener::Grpc, Listener::Timestream, Listener::Console] {
             self.open_connections(l).increment(0.0);
         }
@@ -408,6 +423,21 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "almanac_open_connections",
         None,
         "Open connections, by listener.",
+    ),
+    (
+        "almanac_queries_running",
+        None,
+        "SQL queries running (Query API, ExecuteQuery, console, scheduled).",
+    ),
+    (
+        "almanac_query_memory_bytes",
+        Some(Unit::Bytes),
+        "Bytes reserved by running SQL queries (sorts, aggregates, joins).",
+    ),
+    (
+        "almanac_queries_stopped_total",
+        None,
+        "SQL queries stopped before their end, by reason: time_limit, memory, or dropped by their caller (a client gone, or one that read enough).",
     ),
 ];
 

@@ -80,6 +80,8 @@ pub struct NodeConfig {
     pub console_addr: Option<SocketAddr>,
     /// Count reads and writes by key range for Key Visualizer.
     pub key_visualizer: bool,
+    /// What one SQL query, and all of them together, may take.
+    pub query_limits: almanac_sql::QueryLimits,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -105,6 +107,7 @@ impl NodeConfig {
             bucket_dir: None,
             console_addr: None,
             key_visualizer: true,
+            query_limits: almanac_sql::QueryLimits::default(),
         }
     }
 }
@@ -149,6 +152,7 @@ impl Node {
             bucket_dir,
             console_addr,
             key_visualizer,
+            query_limits,
         } = config;
         let metrics = Metrics::new();
         let data_dir_shown = data_dir.clone();
@@ -185,7 +189,9 @@ impl Node {
         };
         let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
             let (engine, ts) = open_store(&data_dir, options)?;
-            let sql = Arc::new(SqlEngine::new(Arc::new(engine.clone()), ts.clone())?);
+            let sql = Arc::new(
+                SqlEngine::new(Arc::new(engine.clone()), ts.clone())?.with_limits(query_limits),
+            );
             let scheduled = Arc::new(almanac_jobs::ScheduledQueries::open(
                 sql.clone(),
                 ts.clone(),

@@ -27,6 +27,8 @@ pub fn sql_status(e: &almanac_sql::Error) -> Status {
         E::TableNotFound(_) => Code::NotFound,
         E::ResourcesExhausted(_) => Code::ResourceExhausted,
         E::Cancelled(_) => Code::Cancelled,
+        // Not DEADLINE_EXCEEDED: Google's clients retry that, running the query again.
+        E::TimedOut { .. } => Code::ResourceExhausted,
         // Not UNAVAILABLE: clients retry that, and a failing read would fail again.
         E::Store(_) | E::Execution(_) => Code::Internal,
     };

@@ -31,6 +31,14 @@ pub enum Error {
     /// The query ran out of an allowed resource (rows returned, memory).
     #[error("{0}")]
     ResourcesExhausted(String),
+    /// The query ran past its time limit and was stopped.
+    #[error(
+        "The query ran past its time limit of {limit_secs} s (serve --query-time-limit-secs) and was stopped. Narrow the query (a shorter time range, fewer series) or raise the limit."
+    )]
+    TimedOut {
+        /// The limit, in seconds.
+        limit_secs: f64,
+    },
     /// The query was cancelled.
     #[error("query {0} was cancelled")]
     Cancelled(String),
@@ -110,7 +118,18 @@ fn classify_kind(e: DataFusionError) -> Error {
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
             classify_kind(*inner)
         }
-        DataFusionError::Shared(inner) => Error::Execution(inner.to_string()),
+        // An input shared by several consumers (a join's build side) failed: the
+        // first error beneath says why.
+        DataFusionError::Shared(inner) => match inner.find_root() {
+            DataFusionError::ResourcesExhausted(m) => Error::ResourcesExhausted(m.clone()),
+            DataFusionError::External(e) => match e.downcast_ref::<Error>() {
+                Some(Error::TimedOut { limit_secs }) => Error::TimedOut {
+                    limit_secs: *limit_secs,
+                },
+                _ => Error::Execution(inner.to_string()),
+            },
+            _ => Error::Execution(inner.to_string()),
+        },
         DataFusionError::SQL(e, _) => {
             let message = e.to_string();
             let (line, column) = position_of(&message);

@@ -22,12 +22,14 @@
 
 mod bigtable;
 mod bucket_aggregates;
+pub mod budget;
 mod builder;
 pub mod catalog;
 mod dialect;
 mod error;
 mod functions;
 mod googlesql;
+mod guards;
 mod interpolate;
 mod keyrange;
 mod lambda_bindings;
@@ -58,9 +60,11 @@ use datafusion::execution::FunctionRegistry as _;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::SessionStateDefaults;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, SessionState};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::planner::ExprPlanner;
 
+pub use budget::{QueryLimits, QueryLoad, QueryLoadSnapshot};
 pub use datafusion::arrow;
 pub use dialect::Dialect;
 pub use error::{Error, Result};
@@ -100,6 +104,10 @@ pub struct Prepared {
     frame: datafusion::dataframe::DataFrame,
     counters: Arc<ScanCounters>,
     qualifiers: Arc<qualifiers::QualifierHints>,
+    /// When planning began: the time limit counts from here.
+    started: tokio::time::Instant,
+    limits: QueryLimits,
+    load: Arc<QueryLoad>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -111,19 +119,30 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl Prepared {
-    /// Runs the query, streaming its batches; the counters fill as it runs.
+    /// Runs the query within its limits ([`budget`]), streaming its batches; the
+    /// counters fill as it runs. Dropping the stream stops the query.
     pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
         self.qualifiers.fill(self.frame.logical_plan())?;
-        let stream = self.frame.execute_stream().await?;
+        let task = self.frame.task_ctx();
+        let shared = task.runtime_env();
+        let runtime = RuntimeEnv {
+            memory_pool: Arc::new(budget::QueryPool::new(self.limits, self.load.clone())),
+            disk_manager: shared.disk_manager.clone(),
+            cache_manager: shared.cache_manager.clone(),
+            object_store_registry: shared.object_store_registry.clone(),
+        };
+        let task = Arc::new(task.with_runtime(Arc::new(runtime)));
+        let plan = self.frame.create_physical_plan().await?;
+        let inner = datafusion::physical_plan::execute_stream(plan, task)?;
+        let stream = budget::Bounded::wrap(inner, self.started, self.limits.time_limit, self.load);
         Ok((stream, self.counters))
     }
 
     /// Runs the query to the end.
     pub async fn collect(self) -> Result<QueryOutput> {
         let schema = self.schema.clone();
-        let counters = self.counters.clone();
-        self.qualifiers.fill(self.frame.logical_plan())?;
-        let batches = self.frame.collect().await?;
+        let (stream, counters) = self.stream().await?;
+        let batches = datafusion::physical_plan::common::collect(stream).await?;
         Ok(QueryOutput {
             schema,
             batches,
@@ -158,6 +177,8 @@ pub struct SqlEngine {
     base: SessionState,
     /// The session every GoogleSQL query starts from ([`Dialect::GoogleSql`]).
     google: SessionState,
+    limits: QueryLimits,
+    load: Arc<QueryLoad>,
 }
 
 impl std::fmt::Debug for SqlEngine {
@@ -183,7 +204,25 @@ impl SqlEngine {
             ts,
             base,
             google,
+            limits: QueryLimits::default(),
+            load: Arc::default(),
         })
+    }
+
+    /// The same service with queries bounded by `limits` instead of the defaults.
+    pub fn with_limits(mut self, limits: QueryLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// What queries may take.
+    pub fn limits(&self) -> QueryLimits {
+        self.limits
+    }
+
+    /// How queries are using it now.
+    pub fn load(&self) -> QueryLoadSnapshot {
+        self.load.snapshot()
     }
 
     /// Parses and plans `sql` with `params` bound to its `$name` / `@name` placeholders.
@@ -193,6 +232,7 @@ impl SqlEngine {
         scope: &Scope,
         params: Option<ParamValues>,
     ) -> Result<Prepared> {
+        let started = tokio::time::Instant::now();
         let counters = Arc::new(ScanCounters::default());
         let qualifiers = Arc::new(qualifiers::QualifierHints::default());
         let base = match scope.dialect {
@@ -212,6 +252,9 @@ impl SqlEngine {
                 frame,
                 counters,
                 qualifiers,
+                started,
+                limits: self.limits,
+                load: self.load.clone(),
             });
         }
         let sql = match scope.dialect {
@@ -284,6 +327,9 @@ impl SqlEngine {
             frame,
             counters,
             qualifiers,
+            started,
+            limits: self.limits,
+            load: self.load.clone(),
         })
     }
 
@@ -319,6 +365,7 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
         .with_optimizer_rule(Arc::new(newest_max::NewestMax))
         .with_optimizer_rule(Arc::new(bucket_aggregates::BucketAggregates))
         .with_physical_optimizer_rule(Arc::new(lambda_bindings::LambdaBindings))
+        .with_physical_optimizer_rule(Arc::new(budget::Yields))
         .build();
     functions::register(&mut state)?;
     googlesql::register(&mut state)?;
@@ -334,6 +381,8 @@ fn session(config: SessionConfig, dialect: Dialect) -> Result<SessionState> {
             timeseries_fns::register(&mut state)?;
         }
     }
+    // Last: each wraps the function registered under its name.
+    guards::register(&mut state)?;
     Ok(state)
 }
 

@@ -246,7 +246,10 @@ fn sql_error(e: almanac_sql::Error) -> ApiError {
         e @ S::Cancelled(_) => {
             ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
         }
-        S::ResourcesExhausted(m) => query_execution(m),
+        // The service's word for a query it will not run as written: the message names
+        // the limit and how to stay under it.
+        S::ResourcesExhausted(m) => ApiError::validation(m),
+        e @ S::TimedOut { .. } => ApiError::validation(e.to_string()),
         e @ S::Execution(_) => query_execution(e.to_string()),
         e @ S::Store(_) => internal(e.to_string()),
     }

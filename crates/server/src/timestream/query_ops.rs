@@ -12,8 +12,10 @@
 //!    of [`INSTANCE_HEADER`](super::INSTANCE_HEADER) when given) and streams it; every
 //!    row is encoded as a `Row` as it arrives ([`query_wire`]). A result larger than
 //!    [`MAX_RESULT_BYTES`] fails rather than fill the memory; at most
-//!    [`MAX_CONCURRENT_QUERIES`] run at once, the others wait. Unlike the service
-//!    (60 s), queries have no time limit.
+//!    [`MAX_CONCURRENT_QUERIES`] run at once, the others wait. The SQL engine bounds
+//!    each query's memory and time ([`almanac_sql::budget`]; 60 s by default, as the
+//!    service); a client that closes its connection drops this future, and with it the
+//!    query.
 //! 4. The first page is answered; the rest wait in the cache under the `NextToken`.
 //!
 //! `QueryStatus` says `ProgressPercentage` 100 (a query has finished by its first
