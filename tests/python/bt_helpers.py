@@ -350,7 +350,7 @@ def isolated_aws_env():
                 os.environ[k] = v
 
 
-def ts_write_client(endpoint: str, validate: bool = True, region: str = "us-east-1"):
+def ts_write_client(endpoint: str, validate: bool = True, region: str = "us-east-1", **kw):
     """A boto3 `timestream-write` client for `endpoint` with fixed fake credentials.
 
     Retries are off so an error reaches the test as the server sent it. `validate=False`
@@ -358,29 +358,38 @@ def ts_write_client(endpoint: str, validate: bool = True, region: str = "us-east
     requests AWS would refuse server-side can be sent at all (e.g. an empty `Records`).
     Call it inside `isolated_aws_env()`.
     """
-    return _ts_client("timestream-write", endpoint, validate, region)
+    return _ts_client("timestream-write", endpoint, validate, region, **kw)
 
 
-def ts_query_client(endpoint: str, validate: bool = True, region: str = "us-east-1"):
+def ts_query_client(endpoint: str, validate: bool = True, region: str = "us-east-1", **kw):
     """A boto3 `timestream-query` client for `endpoint`, like `ts_write_client`."""
-    return _ts_client("timestream-query", endpoint, validate, region)
+    return _ts_client("timestream-query", endpoint, validate, region, **kw)
 
 
-def _ts_client(service: str, endpoint: str, validate: bool, region: str):
+def _ts_client(
+    service: str,
+    endpoint: str,
+    validate: bool,
+    region: str,
+    key: tuple[str, str] = ("x", "x"),
+    verify: str | bool | None = None,
+):
+    """`key` is (access key id, secret access key); `verify` a CA bundle for https."""
     import boto3  # imported here so the Bigtable-only tests do not need it
     from botocore.config import Config
 
     session = boto3.session.Session(
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
+        aws_access_key_id=key[0],
+        aws_secret_access_key=key[1],
         region_name=region,
     )
     return session.client(
         service,
         endpoint_url=endpoint,
         region_name=region,
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
+        aws_access_key_id=key[0],
+        aws_secret_access_key=key[1],
+        verify=verify,
         config=Config(
             retries={"total_max_attempts": 1, "mode": "standard"},
             connect_timeout=10,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use almanac_engine::Durability;
 use almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS;
 use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
-use almanac_server::{Node, NodeConfig};
+use almanac_server::{Node, NodeConfig, TlsIdentity};
 use almanac_sql::{QueryLimits, budget};
 use almanac_timeseries::DEFAULT_INSTANCE;
 use anyhow::Context;
@@ -76,6 +76,40 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = budget::DEFAULT_TIME_LIMIT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     query_time_limit_secs: u64,
+    /// PEM certificate chain (leaf first) every listener serves TLS with: gRPC,
+    /// Timestream and the console. Needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve plain text on an address other than loopback (without it, serve refuses
+    /// to: anyone on the network could read the traffic).
+    #[arg(long)]
+    insecure: bool,
+}
+
+/// Refuses plain text on any listener reachable from other machines, unless told
+/// `--insecure`.
+fn check_plain_text(
+    addrs: &[(&str, Option<SocketAddr>)],
+    tls: bool,
+    insecure: bool,
+) -> anyhow::Result<()> {
+    if tls || insecure {
+        return Ok(());
+    }
+    for (flag, addr) in addrs {
+        if let Some(addr) = addr
+            && !addr.ip().is_loopback()
+        {
+            anyhow::bail!(
+                "refusing to serve plain text on {addr} ({flag}), which other machines can reach: \
+                 give --tls-cert and --tls-key, or --insecure to serve plain text anyway"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--console-addr`: an address, or `off`.
@@ -90,6 +124,23 @@ fn console_addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
+    let console_addr = console_addr(&args.console_addr)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(TlsIdentity::load(cert, key).context("loading --tls-cert and --tls-key")?)
+        }
+        _ => None,
+    };
+    check_plain_text(
+        &[
+            ("--addr", Some(args.addr)),
+            ("--timestream-addr", Some(args.timestream_addr)),
+            ("--console-addr", console_addr),
+        ],
+        tls.is_some(),
+        args.insecure,
+    )?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let config = NodeConfig {
         durability: args.fsync,
         sweep_interval: Duration::from_secs(args.sweep_secs),
@@ -98,7 +149,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         undelete_window: Duration::from_secs(args.undelete_window_secs),
         timestream_advertise: args.timestream_advertise,
         bucket_dir: args.bucket_dir,
-        console_addr: console_addr(&args.console_addr)?,
+        console_addr,
+        tls,
         key_visualizer: args.key_visualizer == "on",
         query_limits: QueryLimits {
             time_limit: Duration::from_secs(args.query_time_limit_secs),
@@ -119,16 +171,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let node = Node::start(config).await?;
         let (grpc, ts) = (node.grpc_addr(), node.timestream_addr());
+        let how = if args.tls_cert.is_some() {
+            "Bigtable gRPC over TLS".to_string()
+        } else {
+            format!("Bigtable gRPC; export BIGTABLE_EMULATOR_HOST={grpc}")
+        };
         eprintln!(
-            "almanac: listening on {grpc} (Bigtable gRPC; export BIGTABLE_EMULATOR_HOST={grpc}), data in {}, fsync={:?}",
+            "almanac: listening on {grpc} ({how}), data in {}, fsync={:?}",
             dir.display(),
             args.fsync
         );
         eprintln!(
-            "almanac: timestream listening on {ts} (timestream-write and timestream-query; boto3 endpoint_url=http://{ts}); tables in instance {DEFAULT_INSTANCE}"
+            "almanac: timestream listening on {ts} (timestream-write and timestream-query; boto3 endpoint_url={scheme}://{ts}); tables in instance {DEFAULT_INSTANCE}"
         );
         if let Some(console) = node.console_addr() {
-            eprintln!("almanac: console on http://{console}/ (metrics at http://{console}/metrics)");
+            eprintln!(
+                "almanac: console on {scheme}://{console}/ (metrics at {scheme}://{console}/metrics)"
+            );
         }
         node.run(shutdown_signal()).await
     })?;

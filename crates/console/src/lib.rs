@@ -22,6 +22,7 @@ mod assets;
 pub mod error;
 mod keys;
 pub mod metrics;
+pub mod tls;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -36,6 +37,7 @@ use tokio::net::TcpListener;
 
 pub use error::{Error, Result};
 pub use metrics::{ConnectionGuard, Listener, Metrics};
+pub use tls::{TlsError, TlsIdentity};
 
 /// What the console reads.
 pub struct Console {
@@ -67,44 +69,51 @@ pub fn router(console: Arc<Console>) -> Router {
         .with_state(console)
 }
 
-/// Serves the console on `listener` until `shutdown` resolves.
+/// Serves the console on `listener` (through TLS with `tls`) until `shutdown` resolves.
 pub async fn serve(
     console: Arc<Console>,
     listener: TcpListener,
+    tls: Option<TlsIdentity>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let metrics = Arc::clone(&console.metrics);
     let app = router(console);
-    let listener = CountedListener::new(listener, metrics, Listener::Console);
+    let listener = CountedListener::new(listener, tls.as_ref(), metrics, Listener::Console)?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }
 
-/// An axum listener whose connections count in `almanac_open_connections`.
+/// An axum listener, plain or TLS ([`tls`]), whose connections count in
+/// `almanac_open_connections`.
 pub struct CountedListener {
-    inner: TcpListener,
+    inner: tls::Accepting,
     metrics: Arc<Metrics>,
     which: Listener,
 }
 
 impl CountedListener {
-    /// Counts the connections of `inner` as `which`.
-    pub fn new(inner: TcpListener, metrics: Arc<Metrics>, which: Listener) -> Self {
-        Self {
-            inner,
+    /// Counts the connections of `inner` as `which`; through TLS with `tls`.
+    pub fn new(
+        inner: TcpListener,
+        tls: Option<&TlsIdentity>,
+        metrics: Arc<Metrics>,
+        which: Listener,
+    ) -> std::io::Result<Self> {
+        Ok(Self {
+            inner: tls::Accepting::new(inner, tls.map(TlsIdentity::http_acceptor))?,
             metrics,
             which,
-        }
+        })
     }
 }
 
 impl axum::serve::Listener for CountedListener {
-    type Io = metrics::Counted<tokio::net::TcpStream>;
+    type Io = metrics::Counted<tls::Conn>;
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (io, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        let (io, addr) = self.inner.accept().await;
         let guard = self.metrics.connection(self.which);
         (metrics::Counted::new(io, guard), addr)
     }

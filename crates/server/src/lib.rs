@@ -66,6 +66,7 @@ pub use crate::node::{Compaction, Node, NodeConfig, compact};
 pub use crate::shards::ShardError;
 use crate::shards::Shards;
 use crate::unimplemented::NameUnimplemented;
+pub use almanac_console::TlsIdentity;
 
 pub use almanac_engine::limits::MAX_MESSAGE_BYTES;
 /// The instance whose tables bare names mean on the console's SQL page (the CLI's
@@ -155,6 +156,7 @@ pub async fn serve(
     engine: Engine,
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
     bound: Bound,
+    tls: Option<&almanac_console::TlsIdentity>,
     metrics: std::sync::Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
@@ -185,7 +187,8 @@ pub async fn serve(
         )),
         &metrics,
     );
-    let shards = Shards::start(shards::shard_count(), move |incoming, stop| {
+    let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
+    let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
         tonic::transport::Server::builder()
             .initial_stream_window_size(STREAM_WINDOW_BYTES)
             .initial_connection_window_size(CONNECTION_WINDOW_BYTES)

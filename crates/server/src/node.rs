@@ -82,6 +82,8 @@ pub struct NodeConfig {
     pub key_visualizer: bool,
     /// What one SQL query, and all of them together, may take.
     pub query_limits: almanac_sql::QueryLimits,
+    /// The certificate and key every listener serves TLS with; plain text without.
+    pub tls: Option<almanac_console::TlsIdentity>,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -108,6 +110,7 @@ impl NodeConfig {
             console_addr: None,
             key_visualizer: true,
             query_limits: almanac_sql::QueryLimits::default(),
+            tls: None,
         }
     }
 }
@@ -129,6 +132,7 @@ pub struct Node {
     console: Option<(TcpListener, SocketAddr)>,
     data_dir: PathBuf,
     metrics: Arc<Metrics>,
+    tls: Option<almanac_console::TlsIdentity>,
 }
 
 /// Seconds between two closings of Key Visualizer's steps ([`Engine::roll_access`]).
@@ -153,6 +157,7 @@ impl Node {
             console_addr,
             key_visualizer,
             query_limits,
+            tls,
         } = config;
         let metrics = Metrics::new();
         let data_dir_shown = data_dir.clone();
@@ -219,12 +224,14 @@ impl Node {
             timestream_advertise: crate::timestream::advertised(
                 timestream_advertise.as_deref(),
                 timestream_addr,
+                tls.is_some(),
             ),
             seal_interval,
             seal_quiet,
             console,
             data_dir: data_dir_shown,
             metrics,
+            tls,
         })
     }
 
@@ -275,6 +282,7 @@ impl Node {
             tokio::spawn(almanac_console::serve(
                 console,
                 listener,
+                self.tls.clone(),
                 stopped(stop_rx.clone()),
             ))
         });
@@ -284,6 +292,7 @@ impl Node {
             self.scheduled,
             self.batch,
             self.timestream,
+            self.tls.clone(),
             self.timestream_advertise,
             Arc::clone(&self.metrics),
             stopped(stop_rx),
@@ -293,6 +302,7 @@ impl Node {
             self.engine.clone(),
             self.sql,
             self.grpc,
+            self.tls.as_ref(),
             self.metrics,
             async move {
                 shutdown.await;

@@ -34,6 +34,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
@@ -43,9 +45,12 @@ use crate::coalesce::Coalesce;
 /// Pause after a failed `accept` (out of file descriptors, say) before trying again,
 /// so a persistent failure does not spin a core.
 pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// Longest a client may take over its TLS handshake before the connection is closed.
+pub use almanac_console::tls::HANDSHAKE_TIMEOUT;
 
-/// A connection as a shard's server sees it: coalesced writes over a shard socket.
-pub type ShardConn = Coalesce<ShardSocket>;
+/// A connection as a shard's server sees it: coalesced writes over a shard socket,
+/// or over TLS on it.
+pub type ShardConn = Coalesce<Secured>;
 /// The sockets handed to one shard.
 pub type Incoming = Box<dyn tokio_stream::Stream<Item = io::Result<ShardConn>> + Send + Unpin>;
 /// Resolves when the shard's server should stop accepting and drain.
@@ -94,7 +99,11 @@ pub struct Shards {
 impl Shards {
     /// Starts `count` shard threads, each serving the sockets it is handed with the
     /// server `serve` builds (it gets the shard's sockets and its stop signal).
-    pub fn start<F, Fut>(count: usize, serve: F) -> Result<Self, ShardError>
+    pub fn start<F, Fut>(
+        count: usize,
+        tls: Option<TlsAcceptor>,
+        serve: F,
+    ) -> Result<Self, ShardError>
     where
         F: Fn(Incoming, Stop) -> Fut + Clone + Send + 'static,
         Fut: Future<Output = Outcome>,
@@ -112,15 +121,27 @@ impl Shards {
             let (done_tx, done) = oneshot::channel();
             let mut stopped = stop.subscribe();
             let serve = serve.clone();
+            let tls = tls.clone();
             std::thread::Builder::new()
                 .name(format!("grpc-{i}-accept"))
                 .spawn(move || {
-                    let incoming = UnboundedReceiverStream::new(rx).map(adopt);
                     let stop: Stop = Box::pin(async move {
                         let _ = stopped.wait_for(|s| *s).await;
                     });
                     // The server's accept loop runs here; its connections run on the worker.
-                    let outcome = runtime.block_on(serve(Box::new(incoming), stop));
+                    let outcome = runtime.block_on(async move {
+                        let incoming: Incoming = match tls {
+                            None => Box::new(UnboundedReceiverStream::new(rx).map(|s| {
+                                adopt(s).map(|socket| Coalesce::new(Secured::Plain(socket)))
+                            })),
+                            Some(tls) => {
+                                let (ready, incoming) = mpsc::unbounded_channel();
+                                tokio::spawn(handshakes(rx, tls, ready));
+                                Box::new(UnboundedReceiverStream::new(incoming).map(Ok))
+                            }
+                        };
+                        serve(incoming, stop).await
+                    });
                     let _ = done_tx.send(outcome);
                 })
                 .map_err(ShardError::Start)?;
@@ -219,14 +240,125 @@ impl Shards {
 }
 
 /// Registers a handed-over socket with the shard's runtime.
-fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardConn> {
+fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardSocket> {
     socket.set_nonblocking(true)?;
     let io = TcpStream::from_std(socket)?;
-    Ok(Coalesce::new(ShardSocket {
+    Ok(ShardSocket {
         io,
         linger: None,
         _open: open,
-    }))
+    })
+}
+
+/// Runs the TLS handshake of each socket handed to the shard in a task of its own
+/// (at most [`HANDSHAKE_TIMEOUT`]), and hands the finished connections to the server.
+async fn handshakes(
+    mut sockets: mpsc::UnboundedReceiver<(std::net::TcpStream, Open)>,
+    tls: TlsAcceptor,
+    ready: mpsc::UnboundedSender<ShardConn>,
+) {
+    while let Some(handed) = sockets.recv().await {
+        let Ok(socket) = adopt(handed) else {
+            continue;
+        };
+        let tls = tls.clone();
+        let ready = ready.clone();
+        tokio::spawn(async move {
+            // A failed or slow handshake just closes the connection.
+            if let Ok(Ok(stream)) =
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(socket)).await
+            {
+                let _ = ready.send(Coalesce::new(Secured::Tls(Box::new(stream))));
+            }
+        });
+    }
+}
+
+/// A shard's connection below the coalescing: plain, or TLS (so that a coalesced
+/// flush leaves as one record).
+pub enum Secured {
+    /// Plain text.
+    Plain(ShardSocket),
+    /// TLS over the socket.
+    Tls(Box<TlsStream<ShardSocket>>),
+}
+
+impl std::fmt::Debug for Secured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plain(_) => "Secured::Plain",
+            Self::Tls(_) => "Secured::Tls",
+        })
+    }
+}
+
+impl AsyncRead for Secured {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Secured {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Plain(s) => s.is_write_vectored(),
+            Self::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+impl Connected for Secured {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        match self {
+            Self::Plain(s) => s.connect_info(),
+            Self::Tls(s) => s.get_ref().0.connect_info(),
+        }
+    }
 }
 
 /// One open connection counted against its shard (and in the metrics) until dropped.
@@ -396,7 +528,7 @@ mod tests {
     async fn a_shard_that_ends_on_its_own_stops_the_acceptor() {
         let greet = greeter(Arc::new(AtomicU8::new(0)));
         let calls = Arc::new(AtomicU8::new(0));
-        let shards = Shards::start(2, move |incoming, stop| {
+        let shards = Shards::start(2, None, move |incoming, stop| {
             // One of the two servers ends at once, as a failed one would.
             let ends = calls.fetch_add(1, Ordering::Relaxed) == 1;
             let server = greet(incoming, stop);
@@ -432,7 +564,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn connections_go_to_the_least_loaded_shard_and_shutdown_drains() {
-        let shards = Arc::new(Shards::start(2, greeter(Arc::new(AtomicU8::new(0)))).unwrap());
+        let shards = Arc::new(Shards::start(2, None, greeter(Arc::new(AtomicU8::new(0)))).unwrap());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();

@@ -524,24 +524,26 @@ async fn run_blocking<T: Send + 'static>(
 }
 
 /// The address DescribeEndpoints gives for an endpoint bound to `bound`: `given` as
-/// it is if it has a scheme, else `http://` and `given` or the bound address. A
+/// it is if it has a scheme, else `http://` (`https://` when the endpoint serves TLS)
+/// and `given` or the bound address. A
 /// wildcard bind (0.0.0.0, ::) advertises the address this machine routes from, and
 /// loopback if it routes nowhere. AWS SDKs that always discover endpoints (Kotlin;
 /// others unless told an endpoint) connect to this address, and take one without a
 /// scheme as HTTPS.
-pub fn advertised(given: Option<&str>, bound: SocketAddr) -> String {
+pub fn advertised(given: Option<&str>, bound: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
     match given {
         Some(g) if g.contains("://") => g.to_string(),
-        Some(g) => format!("http://{g}"),
+        Some(g) => format!("{scheme}://{g}"),
         None if bound.ip().is_unspecified() => {
             let ip = routable_ip(bound.is_ipv6()).unwrap_or(if bound.is_ipv6() {
                 std::net::Ipv6Addr::LOCALHOST.into()
             } else {
                 std::net::Ipv4Addr::LOCALHOST.into()
             });
-            format!("http://{}", SocketAddr::new(ip, bound.port()))
+            format!("{scheme}://{}", SocketAddr::new(ip, bound.port()))
         }
-        None => format!("http://{bound}"),
+        None => format!("{scheme}://{bound}"),
     }
 }
 
@@ -559,7 +561,7 @@ fn routable_ip(v6: bool) -> Option<std::net::IpAddr> {
     (!ip.is_unspecified()).then_some(ip)
 }
 
-/// Serves the endpoint on `listener` until `shutdown` resolves; DescribeEndpoints
+/// Serves the endpoint on `listener` (through TLS with `tls`) until `shutdown` resolves; DescribeEndpoints
 /// answers `address` ([`advertised`]). Scheduled queries run while it serves
 /// ([`almanac_jobs::scheduled`]).
 #[expect(
@@ -572,6 +574,7 @@ pub async fn serve(
     scheduled: Arc<almanac_jobs::ScheduledQueries>,
     batch: Arc<almanac_jobs::BatchLoads>,
     listener: TcpListener,
+    tls: Option<almanac_console::TlsIdentity>,
     address: String,
     metrics: Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -598,9 +601,10 @@ pub async fn serve(
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     let listener = almanac_console::CountedListener::new(
         listener,
+        tls.as_ref(),
         metrics,
         almanac_console::Listener::Timestream,
-    );
+    )?;
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await;
