@@ -21,6 +21,7 @@ fn without_huge_pages() {
     let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
+mod auth;
 mod cbt;
 mod lint;
 mod serve;
@@ -43,6 +44,12 @@ struct Cli {
 enum Command {
     /// Run the server (Bigtable gRPC) on an embedded data directory.
     Serve(serve::ServeArgs),
+    /// Principals: who may call the server, with which role (authentication is on
+    /// once one exists).
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
     /// Compact a data directory offline (server stopped) and print its size.
     Compact(serve::CompactArgs),
     /// Timestream-style databases, tables and record files (talks to `serve`'s
@@ -77,6 +84,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Compact(args) => serve::compact(args),
+        Command::Auth { command } => auth::run(command),
         Command::Lint(args) => lint::run(args),
         Command::Ts { conn, command } => ts::run(&conn, command),
         Command::Sql(args) => match sql::run(args) {

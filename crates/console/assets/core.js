@@ -118,12 +118,32 @@ function parseTimestamp(text) {
 // An error answer from the API (or an unreachable server), shown to the user as is.
 class ApiError extends Error {}
 
+// The bearer token of a server with principals (asked for on the first 401, kept for
+// the browser tab's life).
+const TOKEN_KEY = 'almanac-token';
+
+function withToken(options) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) return options;
+  const opts = Object.assign({}, options);
+  opts.headers = Object.assign({}, opts.headers || {}, { Authorization: `Bearer ${token}` });
+  return opts;
+}
+
 // Fetches JSON; a non-2xx answer throws an ApiError carrying the API's `error` message.
+// A 401 asks for a token (from `almanac auth create-principal`) and tries again.
 async function api(path, options) {
   let res;
   let text;
   try {
-    res = await fetch(path, options);
+    res = await fetch(path, withToken(options));
+    if (res.status === 401) {
+      const token = window.prompt('This server needs a token (almanac auth create-principal):');
+      if (token) {
+        sessionStorage.setItem(TOKEN_KEY, token.trim());
+        res = await fetch(path, withToken(options));
+      }
+    }
     text = await res.text();
   } catch (err) {
     throw new ApiError(`${path}: ${err.message}`);

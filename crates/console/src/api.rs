@@ -218,10 +218,14 @@ pub struct SqlRequest {
 /// `/api/sql`.
 pub async fn sql(
     State(c): State<Arc<Console>>,
+    axum::Extension(visitor): axum::Extension<crate::Visitor>,
     Json(req): Json<SqlRequest>,
 ) -> Result<Json<Value>> {
     let started = Instant::now();
-    let scope = Scope::instance(req.instance.unwrap_or_else(|| c.default_instance.clone()));
+    let scope = Scope {
+        access: visitor.tables,
+        ..Scope::instance(req.instance.unwrap_or_else(|| c.default_instance.clone()))
+    };
     let prepared = c.sql.prepare(&req.sql, &scope, None).await?;
     let schema = prepared.schema.clone();
     let (mut stream, _) = prepared.stream().await?;

@@ -18,6 +18,12 @@ pub enum Error {
     /// The query failed to plan or run.
     #[error(transparent)]
     Sql(#[from] almanac_sql::Error),
+    /// The request carries no token of a principal (authentication is on).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The principal may not see this.
+    #[error("{0}")]
+    Forbidden(String),
     /// A blocking task failed.
     #[error("a console task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -31,6 +37,10 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         use almanac_engine::Error as E;
         match self {
+            Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) | Self::Sql(almanac_sql::Error::PermissionDenied(_)) => {
+                StatusCode::FORBIDDEN
+            }
             Self::Request(_) | Self::Sql(_) => StatusCode::BAD_REQUEST,
             Self::Engine(E::NotFound { .. }) => StatusCode::NOT_FOUND,
             Self::Engine(E::Invalid(_)) => StatusCode::BAD_REQUEST,
@@ -51,6 +61,13 @@ impl Error {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.to_string() });
-        (self.status(), axum::Json(body)).into_response()
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        if let Self::Unauthenticated(_) = self {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"almanac\""),
+            );
+        }
+        response
     }
 }

@@ -53,6 +53,53 @@ pub struct Console {
     pub data_dir: PathBuf,
     /// The instance SQL's bare table names resolve in when a request names none.
     pub default_instance: String,
+    /// Who may use the API and `/metrics` (the server's principals).
+    pub gatekeeper: Arc<dyn Gatekeeper>,
+}
+
+/// Who may use the console's API and `/metrics`: the pages and assets are static and
+/// open; every `/api/…` call and `/metrics` presents `authorization: Bearer TOKEN`
+/// once the server has principals.
+pub trait Gatekeeper: Send + Sync {
+    /// The visitor presenting `authorization` (a header value), or why not.
+    fn admit(&self, authorization: Option<&str>) -> std::result::Result<Visitor, String>;
+}
+
+/// An admitted visitor.
+#[derive(Clone)]
+pub struct Visitor {
+    /// Whether it may see the whole server: every table's metadata, Key Visualizer,
+    /// the advisor, the metrics (a principal of scope `All`, or anyone while
+    /// authentication is off).
+    pub whole_server: bool,
+    /// Which tables its SQL may read (`None`: all).
+    pub tables: Option<Arc<dyn almanac_sql::catalog::TableAccess>>,
+}
+
+/// Admits the visitor of `request` and hands it to the handler; a visitor without
+/// the whole server reaches only `/api/sql`.
+async fn admitted(
+    axum::extract::State(c): axum::extract::State<Arc<Console>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let header = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let visitor = match c.gatekeeper.admit(header) {
+        Ok(v) => v,
+        Err(m) => return Error::Unauthenticated(m).into_response(),
+    };
+    if !visitor.whole_server && request.uri().path() != "/api/sql" {
+        return Error::Forbidden(
+            "this page shows every table of the server: it needs a principal whose scope is everything; SQL over the tables in your scope works".into(),
+        )
+        .into_response();
+    }
+    request.extensions_mut().insert(visitor);
+    next.run(request).await
 }
 
 /// The console's routes.
@@ -60,12 +107,19 @@ pub fn router(console: Arc<Console>) -> Router {
     Router::new()
         .route("/", get(assets::index))
         .route("/assets/{*path}", get(assets::asset))
-        .route("/metrics", get(api::metrics))
-        .route("/api/overview", get(api::overview))
-        .route("/api/stats", get(api::stats))
-        .route("/api/sql", post(api::sql))
-        .route("/api/keyvis", get(api::keyvis))
-        .route("/api/lint", get(advisor::lint_handler))
+        .merge(
+            Router::new()
+                .route("/metrics", get(api::metrics))
+                .route("/api/overview", get(api::overview))
+                .route("/api/stats", get(api::stats))
+                .route("/api/sql", post(api::sql))
+                .route("/api/keyvis", get(api::keyvis))
+                .route("/api/lint", get(advisor::lint_handler))
+                .route_layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&console),
+                    admitted,
+                )),
+        )
         .with_state(console)
 }
 

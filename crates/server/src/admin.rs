@@ -10,6 +10,7 @@ use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_server::BigtableTableAdmin;
 use almanac_api::google::iam::v1 as iam;
 use almanac_api::google::longrunning::Operation;
+use almanac_auth::Action;
 use almanac_engine::schema::{FamilyChange, TableInfo, TableSpec};
 use almanac_engine::{DropRows, Engine};
 use tonic::{Request, Response, Status};
@@ -121,6 +122,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::CreateTableRequest>,
     ) -> Result<Response<pb::Table>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.create",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         let instance = names::instance(&req.parent)?;
         let table = req.table.unwrap_or_default();
@@ -152,6 +159,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::ListTablesRequest>,
     ) -> Result<Response<pb::ListTablesResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.list",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         let instance = names::instance(&req.parent)?;
         if req.page_size < 0 {
@@ -196,6 +209,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::GetTableRequest>,
     ) -> Result<Response<pb::Table>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.get",
+            &request.get_ref().name,
+        )?;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         let engine = self.engine.clone();
@@ -212,6 +231,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::DeleteTableRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.delete",
+            &request.get_ref().name,
+        )?;
         let name = names::table(&request.get_ref().name)?;
         let engine = self.engine.clone();
         blocking(move || engine.delete_table(&name.instance, &name.table).status()).await?;
@@ -222,6 +247,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::ModifyColumnFamiliesRequest>,
     ) -> Result<Response<pb::Table>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.update",
+            &request.get_ref().name,
+        )?;
         use pb::modify_column_families_request::modification::Mod;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
@@ -288,6 +319,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::DropRowRangeRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.mutateRows",
+            &request.get_ref().name,
+        )?;
         use pb::drop_row_range_request::Target;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
@@ -314,6 +351,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::GenerateConsistencyTokenRequest>,
     ) -> Result<Response<pb::GenerateConsistencyTokenResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.generateConsistencyToken",
+            &request.get_ref().name,
+        )?;
         let name = names::table(&request.get_ref().name)?;
         let engine = self.engine.clone();
         blocking(move || engine.get_table(&name.instance, &name.table).status()).await?;
@@ -328,6 +371,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::CheckConsistencyRequest>,
     ) -> Result<Response<pb::CheckConsistencyResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.checkConsistency",
+            &request.get_ref().name,
+        )?;
         let req = request.into_inner();
         let name = names::table(&req.name)?;
         if !req.consistency_token.starts_with("almanac-") {
@@ -347,6 +396,16 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::UpdateTableRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.update",
+            request
+                .get_ref()
+                .table
+                .as_ref()
+                .map_or("", |t| t.name.as_str()),
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let update = req.table.unwrap_or_default();
@@ -387,6 +446,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::UndeleteTableRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.undelete",
+            &request.get_ref().name,
+        )?;
         let start = self.now();
         let name = names::table(&request.get_ref().name)?;
         let full = name.full();
@@ -406,6 +471,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::SnapshotTableRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.snapshots.create",
+            &request.get_ref().name,
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let original = req.clone();
@@ -422,6 +493,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::GetSnapshotRequest>,
     ) -> Result<Response<pb::Snapshot>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.snapshots.get",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         Ok(Response::new(
             self.run(move |e, r| snapshots::get(e, r, &name)).await?,
@@ -432,6 +509,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::ListSnapshotsRequest>,
     ) -> Result<Response<pb::ListSnapshotsResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.snapshots.list",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         Ok(Response::new(
             self.run(move |e, r| snapshots::list(e, r, &req)).await?,
@@ -442,6 +525,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::DeleteSnapshotRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.snapshots.delete",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         self.run(move |e, r| snapshots::delete(e, r, &name)).await?;
         Ok(Response::new(()))
@@ -451,6 +540,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<pb::CreateTableFromSnapshotRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.create",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let original = req.clone();
@@ -468,6 +563,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<iam::GetIamPolicyRequest>,
     ) -> Result<Response<iam::Policy>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.getIamPolicy",
+            &request.get_ref().resource,
+        )?;
         let resource = request.into_inner().resource;
         Ok(Response::new(
             self.run(move |e, _| policies::get(e, &iam_table(e, &resource)?))
@@ -479,6 +580,12 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<iam::SetIamPolicyRequest>,
     ) -> Result<Response<iam::Policy>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.setIamPolicy",
+            &request.get_ref().resource,
+        )?;
         let req = request.into_inner();
         Ok(Response::new(
             self.run(move |e, _| policies::set(e, &iam_table(e, &req.resource)?, req.policy))
@@ -490,9 +597,15 @@ impl BigtableTableAdmin for TableAdminService {
         &self,
         request: Request<iam::TestIamPermissionsRequest>,
     ) -> Result<Response<iam::TestIamPermissionsResponse>, Status> {
+        let caller = crate::auth::Caller::of(&request)?;
         let req = request.into_inner();
+        let req_resource = req.resource.clone();
         let resource = req.resource;
         self.run(move |e, _| iam_table(e, &resource)).await?;
-        Ok(Response::new(policies::test(req.permissions)?))
+        Ok(Response::new(policies::test(
+            &caller,
+            &req_resource,
+            req.permissions,
+        )?))
     }
 }

@@ -8,6 +8,7 @@
 
 use almanac_api::google::bigtable::v2 as pb;
 use almanac_api::google::bigtable::v2::bigtable_server::Bigtable;
+use almanac_auth::Action;
 use almanac_engine::read::ReadRequest;
 use almanac_engine::rowset::RowRange;
 use almanac_engine::{Engine, RowMutations};
@@ -111,6 +112,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ReadRowsRequest>,
     ) -> Result<Response<BoxStream<pb::ReadRowsResponse>>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.readRows",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let user_agent = request.metadata().get("user-agent");
         let framing = Framing::for_user_agent(user_agent.and_then(|v| v.to_str().ok()));
         let req = request.into_inner();
@@ -143,6 +153,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::SampleRowKeysRequest>,
     ) -> Result<Response<BoxStream<pb::SampleRowKeysResponse>>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.sampleRowKeys",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let range = match &req.row_range {
@@ -179,6 +198,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::MutateRowRequest>,
     ) -> Result<Response<pb::MutateRowResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.mutateRows",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let muts = convert::mutations(&req.mutations)?;
@@ -196,6 +224,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::MutateRowsRequest>,
     ) -> Result<Response<BoxStream<pb::MutateRowsResponse>>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.mutateRows",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         // A malformed entry fails alone, like any other per-entry error.
@@ -260,6 +297,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::CheckAndMutateRowRequest>,
     ) -> Result<Response<pb::CheckAndMutateRowResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.mutateRows",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let predicate = req
@@ -301,6 +347,15 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ReadModifyWriteRowRequest>,
     ) -> Result<Response<pb::ReadModifyWriteRowResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Write,
+            "bigtable.tables.mutateRows",
+            names::requested_table(
+                &request.get_ref().table_name,
+                &request.get_ref().authorized_view_name,
+            ),
+        )?;
         let req = request.into_inner();
         let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
         let rules = req
@@ -326,10 +381,11 @@ impl Bigtable for DataService {
         request: Request<pb::PrepareQueryRequest>,
     ) -> Result<Response<pb::PrepareQueryResponse>, Status> {
         let now = std::time::SystemTime::now();
+        let caller = crate::auth::Caller::of(&request)?;
         let sql = self.sql.clone();
         let prepared = self
             .on_sql_runtime(async move {
-                crate::execute_query::prepare_query(&sql, request.into_inner(), now).await
+                crate::execute_query::prepare_query(&sql, request.into_inner(), caller, now).await
             })
             .await?;
         Ok(Response::new(prepared))
@@ -339,10 +395,11 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ExecuteQueryRequest>,
     ) -> Result<Response<BoxStream<pb::ExecuteQueryResponse>>, Status> {
+        let caller = crate::auth::Caller::of(&request)?;
         let sql = self.sql.clone();
         let stream = self
             .on_sql_runtime(async move {
-                crate::execute_query::execute_query(&sql, request.into_inner()).await
+                crate::execute_query::execute_query(&sql, request.into_inner(), caller).await
             })
             .await?;
         Ok(Response::new(stream))
@@ -353,6 +410,12 @@ impl Bigtable for DataService {
         request: Request<pb::GenerateInitialChangeStreamPartitionsRequest>,
     ) -> Result<Response<BoxStream<pb::GenerateInitialChangeStreamPartitionsResponse>>, Status>
     {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.readChangeStream",
+            &request.get_ref().table_name,
+        )?;
         let stream = crate::change_stream::partitions(&self.engine, request.into_inner()).await?;
         Ok(Response::new(stream))
     }
@@ -361,6 +424,12 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::ReadChangeStreamRequest>,
     ) -> Result<Response<BoxStream<pb::ReadChangeStreamResponse>>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.tables.readChangeStream",
+            &request.get_ref().table_name,
+        )?;
         let stream = crate::change_stream::read(&self.engine, request.into_inner()).await?;
         Ok(Response::new(stream))
     }

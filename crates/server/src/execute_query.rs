@@ -32,8 +32,9 @@ pub mod values;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
+use crate::auth::Caller;
 use almanac_api::google::bigtable::v2 as pb;
-use almanac_sql::{Scope, SqlEngine};
+use almanac_sql::SqlEngine;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ParamValues;
@@ -69,6 +70,7 @@ type Item = Result<pb::ExecuteQueryResponse, Status>;
 pub async fn prepare_query(
     sql: &SqlEngine,
     req: pb::PrepareQueryRequest,
+    caller: Caller,
     now: SystemTime,
 ) -> Result<pb::PrepareQueryResponse, Status> {
     let instance = names::instance(&req.instance_name)?;
@@ -76,7 +78,7 @@ pub async fn prepare_query(
     let param_types: BTreeMap<String, pb::Type> = req.param_types.into_iter().collect();
     let params = bind(&param_types, &HashMap::new(), Binding::TypedNulls)?;
     let prepared = sql
-        .prepare(&req.query, &Scope::googlesql(instance.clone()), params)
+        .prepare(&req.query, &caller.sql_scope(instance.clone()), params)
         .await
         .status()?;
     check_declared(&req.query, &param_types)?;
@@ -98,6 +100,7 @@ pub async fn prepare_query(
 pub async fn execute_query(
     sql: &SqlEngine,
     mut req: pb::ExecuteQueryRequest,
+    caller: Caller,
 ) -> Result<BoxStream<pb::ExecuteQueryResponse>, Status> {
     let instance = names::instance(&req.instance_name)?;
     if !req.view_parameters.is_empty() {
@@ -127,7 +130,7 @@ pub async fn execute_query(
     check_text(&query)?;
     let params = bind(&param_types, &req.params, Binding::Values)?;
     let prepared = sql
-        .prepare(&query, &Scope::googlesql(instance), params)
+        .prepare(&query, &caller.sql_scope(instance), params)
         .await
         .status()?;
     if prepared_crc.is_none() {

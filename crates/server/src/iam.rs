@@ -3,8 +3,10 @@
 //! settings under `{resource}#iam`, with an etag that changes on every write: a
 //! `SetIamPolicy` carrying an older etag is refused with ABORTED, as IAM does.
 //!
-//! Almanac has no principals yet, so nothing is enforced: every caller holds every
-//! permission, and `TestIamPermissions` answers each Bigtable permission it is asked.
+//! Access is granted by principals' roles ([`crate::auth`]); a policy is kept and
+//! returned as set, and its bindings grant nothing by themselves. `TestIamPermissions`
+//! answers the permissions of those asked that the caller's role holds on the
+//! resource (all of them while authentication is off).
 
 use almanac_api::google::iam::v1 as iam;
 use almanac_engine::Engine;
@@ -82,8 +84,12 @@ pub fn set(
     Ok(policy)
 }
 
-/// The permissions of `permissions` the caller holds: all of Bigtable's.
-pub fn test(permissions: Vec<String>) -> Result<iam::TestIamPermissionsResponse, Status> {
+/// The permissions of `permissions` that `caller` holds on `resource`.
+pub fn test(
+    caller: &crate::auth::Caller,
+    resource: &str,
+    permissions: Vec<String>,
+) -> Result<iam::TestIamPermissionsResponse, Status> {
     if permissions.len() > MAX_TESTED_PERMISSIONS {
         return Err(invalid(format!(
             "{} permissions named, over the limit of {MAX_TESTED_PERMISSIONS}",
@@ -95,5 +101,9 @@ pub fn test(permissions: Vec<String>) -> Result<iam::TestIamPermissionsResponse,
             "permission {p:?} is not a Bigtable permission (bigtable.…)"
         )));
     }
+    let permissions = permissions
+        .into_iter()
+        .filter(|p| crate::auth::allowed_named(caller, crate::auth::action_of(p), p, resource))
+        .collect();
     Ok(iam::TestIamPermissionsResponse { permissions })
 }

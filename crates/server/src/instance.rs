@@ -7,6 +7,7 @@ use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_api::google::bigtable::admin::v2::bigtable_instance_admin_server::BigtableInstanceAdmin;
 use almanac_api::google::iam::v1 as iam;
 use almanac_api::google::longrunning::Operation;
+use almanac_auth::Action;
 use almanac_engine::Engine;
 use tonic::{Request, Response, Status};
 
@@ -64,6 +65,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::CreateInstanceRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.create",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let original = req.clone();
@@ -80,6 +87,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::GetInstanceRequest>,
     ) -> Result<Response<pb::Instance>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.instances.get",
+            &request.get_ref().name,
+        )?;
         let name = names::instance(&request.get_ref().name)?;
         Ok(Response::new(self.run(move |r| r.instance(&name)).await?))
     }
@@ -88,6 +101,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::ListInstancesRequest>,
     ) -> Result<Response<pb::ListInstancesResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.instances.list",
+            &request.get_ref().parent,
+        )?;
         let p = project(&request.get_ref().parent)?.to_owned();
         let instances = self.run(move |r| r.instances(&p)).await?;
         Ok(Response::new(pb::ListInstancesResponse {
@@ -101,6 +120,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::Instance>,
     ) -> Result<Response<pb::Instance>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.update",
+            &request.get_ref().name,
+        )?;
         let update = request.into_inner();
         let paths = ["display_name", "type", "labels"]
             .map(String::from)
@@ -114,6 +139,16 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::PartialUpdateInstanceRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.update",
+            request
+                .get_ref()
+                .instance
+                .as_ref()
+                .map_or("", |i| i.name.as_str()),
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let paths = mask_paths(req.update_mask.as_ref(), "the instance")?;
@@ -131,6 +166,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::DeleteInstanceRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.delete",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         self.run(move |r| r.delete_instance(&name)).await?;
         Ok(Response::new(()))
@@ -140,6 +181,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::CreateClusterRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.clusters.create",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let original = req.clone();
@@ -157,6 +204,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::GetClusterRequest>,
     ) -> Result<Response<pb::Cluster>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.clusters.get",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         Ok(Response::new(self.run(move |r| r.cluster(&name)).await?))
     }
@@ -165,6 +218,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::ListClustersRequest>,
     ) -> Result<Response<pb::ListClustersResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.clusters.list",
+            &request.get_ref().parent,
+        )?;
         let instance = names::instance(&request.get_ref().parent)?;
         let clusters = self
             .run(move |r| {
@@ -193,6 +252,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::Cluster>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.clusters.update",
+            &request.get_ref().name,
+        )?;
         let update = request.into_inner();
         let start = self.now();
         let original = update.clone();
@@ -209,6 +274,16 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::PartialUpdateClusterRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.clusters.update",
+            request
+                .get_ref()
+                .cluster
+                .as_ref()
+                .map_or("", |c| c.name.as_str()),
+        )?;
         let req = request.into_inner();
         let start = self.now();
         let paths = mask_paths(req.update_mask.as_ref(), "the cluster")?;
@@ -226,6 +301,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::DeleteClusterRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.clusters.delete",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         self.run(move |r| r.delete_cluster(&name)).await?;
         Ok(Response::new(()))
@@ -235,6 +316,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::CreateAppProfileRequest>,
     ) -> Result<Response<pb::AppProfile>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.appProfiles.create",
+            &request.get_ref().parent,
+        )?;
         let req = request.into_inner();
         Ok(Response::new(
             self.run(move |r| r.create_profile(req)).await?,
@@ -245,6 +332,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::GetAppProfileRequest>,
     ) -> Result<Response<pb::AppProfile>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.appProfiles.get",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         Ok(Response::new(self.run(move |r| r.profile(&name)).await?))
     }
@@ -253,6 +346,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::ListAppProfilesRequest>,
     ) -> Result<Response<pb::ListAppProfilesResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.appProfiles.list",
+            &request.get_ref().parent,
+        )?;
         let instance = names::instance(&request.get_ref().parent)?;
         let app_profiles = self.run(move |r| r.profiles(&instance)).await?;
         Ok(Response::new(pb::ListAppProfilesResponse {
@@ -266,6 +365,16 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::UpdateAppProfileRequest>,
     ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.appProfiles.update",
+            request
+                .get_ref()
+                .app_profile
+                .as_ref()
+                .map_or("", |p| p.name.as_str()),
+        )?;
         let req = request.into_inner();
         let paths = mask_paths(req.update_mask.as_ref(), "the app profile")?;
         let update = req.app_profile.unwrap_or_default();
@@ -281,6 +390,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<pb::DeleteAppProfileRequest>,
     ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.appProfiles.delete",
+            &request.get_ref().name,
+        )?;
         let name = request.into_inner().name;
         self.run(move |r| r.delete_profile(&name)).await?;
         Ok(Response::new(()))
@@ -290,6 +405,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<iam::GetIamPolicyRequest>,
     ) -> Result<Response<iam::Policy>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.getIamPolicy",
+            &request.get_ref().resource,
+        )?;
         let resource = iam_resource(&request.get_ref().resource)?;
         let engine = self.engine.clone();
         Ok(Response::new(
@@ -301,6 +422,12 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<iam::SetIamPolicyRequest>,
     ) -> Result<Response<iam::Policy>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.instances.setIamPolicy",
+            &request.get_ref().resource,
+        )?;
         let req = request.into_inner();
         let resource = iam_resource(&req.resource)?;
         let engine = self.engine.clone();
@@ -313,8 +440,13 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: Request<iam::TestIamPermissionsRequest>,
     ) -> Result<Response<iam::TestIamPermissionsResponse>, Status> {
+        let caller = crate::auth::Caller::of(&request)?;
         let req = request.into_inner();
         iam_resource(&req.resource)?;
-        Ok(Response::new(policies::test(req.permissions)?))
+        Ok(Response::new(policies::test(
+            &caller,
+            &req.resource,
+            req.permissions,
+        )?))
     }
 }

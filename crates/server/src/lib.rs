@@ -30,6 +30,7 @@
 //!    ([`measured`], `/metrics`).
 
 mod admin;
+pub mod auth;
 mod change_stream;
 mod chunks;
 mod coalesce;
@@ -61,6 +62,7 @@ use almanac_api::google::bigtable::v2::bigtable_server::BigtableServer;
 use almanac_engine::Engine;
 use tokio::net::TcpListener;
 
+use crate::auth::Authenticated;
 use crate::measured::Measured;
 pub use crate::node::{Compaction, Node, NodeConfig, compact};
 pub use crate::shards::ShardError;
@@ -124,6 +126,9 @@ pub enum ServeError {
     /// The console's transport failed.
     #[error("console: {0}")]
     Console(std::io::Error),
+    /// The principals file could not be read.
+    #[error("reading the principals")]
+    Auth(#[from] almanac_auth::Error),
     /// A task of the node panicked or was cancelled.
     #[error("a server task failed")]
     Task(#[from] tokio::task::JoinError),
@@ -157,34 +162,44 @@ pub async fn serve(
     sql: std::sync::Arc<almanac_sql::SqlEngine>,
     bound: Bound,
     tls: Option<&almanac_console::TlsIdentity>,
+    gate: &std::sync::Arc<auth::Gate>,
     metrics: std::sync::Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let data = data::DataService::new(engine.clone(), sql, tokio::runtime::Handle::current())
         .map_err(ServeError::Committer)?;
     let data = Measured::new(
-        NameUnimplemented::new(
-            BigtableServer::new(data)
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        Authenticated::new(
+            NameUnimplemented::new(
+                BigtableServer::new(data)
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            ),
+            gate,
         ),
         &metrics,
     );
     let registry = namespaces::Registry::new(engine.clone());
     let table_admin = Measured::new(
-        NameUnimplemented::new(
-            BigtableTableAdminServer::new(admin::TableAdminService::new(
-                engine.clone(),
-                registry.clone(),
-            ))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        Authenticated::new(
+            NameUnimplemented::new(
+                BigtableTableAdminServer::new(admin::TableAdminService::new(
+                    engine.clone(),
+                    registry.clone(),
+                ))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            ),
+            gate,
         ),
         &metrics,
     );
     let instance_admin = Measured::new(
-        NameUnimplemented::new(BigtableInstanceAdminServer::new(
-            instance::InstanceAdminService::new(engine, registry),
-        )),
+        Authenticated::new(
+            NameUnimplemented::new(BigtableInstanceAdminServer::new(
+                instance::InstanceAdminService::new(engine, registry),
+            )),
+            gate,
+        ),
         &metrics,
     );
     let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);

@@ -60,6 +60,15 @@ pub fn data_table(table_name: &str, authorized_view: &str) -> Result<TableName, 
     table(table_name)
 }
 
+/// The name a data request acts on: its table, or the authorized view it names.
+pub fn requested_table<'a>(table_name: &'a str, authorized_view: &'a str) -> &'a str {
+    if table_name.is_empty() {
+        authorized_view
+    } else {
+        table_name
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,6 +133,7 @@ pub struct Node {
     data_dir: PathBuf,
     metrics: Arc<Metrics>,
     tls: Option<almanac_console::TlsIdentity>,
+    gate: Arc<crate::auth::Gate>,
 }
 
 /// Seconds between two closings of Key Visualizer's steps ([`Engine::roll_access`]).
@@ -160,6 +161,7 @@ impl Node {
             tls,
         } = config;
         let metrics = Metrics::new();
+        let gate = crate::auth::Gate::open(&data_dir)?;
         let data_dir_shown = data_dir.clone();
         let bucket_dir = bucket_dir.unwrap_or_else(|| data_dir.join(BUCKETS_DIR));
         let options = Options {
@@ -232,6 +234,7 @@ impl Node {
             data_dir: data_dir_shown,
             metrics,
             tls,
+            gate,
         })
     }
 
@@ -278,6 +281,7 @@ impl Node {
                 metrics: Arc::clone(&self.metrics),
                 data_dir: self.data_dir.clone(),
                 default_instance: crate::DEFAULT_CONSOLE_INSTANCE.to_owned(),
+                gatekeeper: Arc::clone(&self.gate) as Arc<dyn almanac_console::Gatekeeper>,
             });
             tokio::spawn(almanac_console::serve(
                 console,
@@ -293,6 +297,7 @@ impl Node {
             self.batch,
             self.timestream,
             self.tls.clone(),
+            Arc::clone(&self.gate),
             self.timestream_advertise,
             Arc::clone(&self.metrics),
             stopped(stop_rx),
@@ -303,6 +308,7 @@ impl Node {
             self.sql,
             self.grpc,
             self.tls.as_ref(),
+            &self.gate,
             self.metrics,
             async move {
                 shutdown.await;

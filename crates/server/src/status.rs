@@ -25,6 +25,7 @@ pub fn sql_status(e: &almanac_sql::Error) -> Status {
     let code = match e {
         E::Syntax { .. } | E::Invalid(_) | E::Parameter(_) => Code::InvalidArgument,
         E::TableNotFound(_) => Code::NotFound,
+        E::PermissionDenied(_) => Code::PermissionDenied,
         E::ResourcesExhausted(_) => Code::ResourceExhausted,
         E::Cancelled(_) => Code::Cancelled,
         // Not DEADLINE_EXCEEDED: Google's clients retry that, running the query again.
@@ -43,6 +44,14 @@ pub fn to_rpc_status(e: &Error) -> almanac_api::google::rpc::Status {
         message: s.message().to_owned(),
         details: vec![],
     }
+}
+
+/// PERMISSION_DENIED for a refused call, in Bigtable's words.
+pub fn denied(d: &almanac_auth::Denied) -> Status {
+    Status::permission_denied(format!(
+        "Permission '{}' denied on resource '{}' (or it may not exist); principal {} lacks it.",
+        d.permission, d.resource, d.principal
+    ))
 }
 
 /// An `INVALID_ARGUMENT` status for a malformed request field.

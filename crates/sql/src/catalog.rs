@@ -38,6 +38,43 @@ pub struct SqlCatalog {
     pub(crate) counters: Arc<ScanCounters>,
 }
 
+/// A table a query names, as [`TableAccess`] is asked about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableRef<'a> {
+    /// A Bigtable table of an instance (`projects/P/instances/I`).
+    Bigtable {
+        /// The instance.
+        instance: &'a str,
+        /// The table.
+        table: &'a str,
+    },
+    /// A Timestream table.
+    TimeSeries {
+        /// Its database.
+        database: &'a str,
+        /// The table.
+        table: &'a str,
+    },
+}
+
+/// Whether the query's caller may read a table; asked as each table is opened, so a
+/// query over a table it may not read fails with
+/// [`Error::PermissionDenied`](crate::Error::PermissionDenied) before reading anything.
+pub trait TableAccess: Send + Sync + std::fmt::Debug {
+    /// `Err(message)` when the caller may not read `table`.
+    fn check(&self, table: TableRef<'_>) -> Result<(), String>;
+}
+
+/// Asks `access` about `table`, as a DataFusion error when refused.
+fn allowed(access: Option<&Arc<dyn TableAccess>>, table: TableRef<'_>) -> DfResult<()> {
+    match access {
+        Some(a) => a
+            .check(table)
+            .map_err(|m| DataFusionError::External(Box::new(crate::Error::PermissionDenied(m)))),
+        None => Ok(()),
+    }
+}
+
 impl CatalogProvider for SqlCatalog {
     fn schema_names(&self) -> Vec<String> {
         let mut names = vec![BIGTABLE_SCHEMA.to_string()];
@@ -59,6 +96,7 @@ impl CatalogProvider for SqlCatalog {
             ts: self.ts.clone(),
             database: name.to_string(),
             counters: self.counters.clone(),
+            access: self.bigtable.access.clone(),
         }))
     }
 }
@@ -73,6 +111,8 @@ pub struct BigtableTables {
     pub(crate) counters: Arc<ScanCounters>,
     /// Which qualifiers of each family the query reads.
     pub(crate) qualifiers: Arc<QualifierHints>,
+    /// Who may read what; `None`: everything.
+    pub(crate) access: Option<Arc<dyn TableAccess>>,
 }
 
 impl BigtableTables {
@@ -81,6 +121,13 @@ impl BigtableTables {
         let Some(instance) = &self.instance else {
             return Ok(None);
         };
+        allowed(
+            self.access.as_ref(),
+            TableRef::Bigtable {
+                instance,
+                table: name,
+            },
+        )?;
         match self.engine.get_table(instance, name) {
             Ok(info) => Ok(Some(BigtableTable::new(
                 self.engine.clone(),
@@ -126,6 +173,7 @@ struct DatabaseSchema {
     ts: Arc<TimeSeries<EmbeddedStore>>,
     database: String,
     counters: Arc<ScanCounters>,
+    access: Option<Arc<dyn TableAccess>>,
 }
 
 #[async_trait]
@@ -138,6 +186,13 @@ impl SchemaProvider for DatabaseSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        allowed(
+            self.access.as_ref(),
+            TableRef::TimeSeries {
+                database: &self.database,
+                table: name,
+            },
+        )?;
         match self.ts.describe_table(&self.database, name) {
             Ok(meta) => Ok(Some(Arc::new(SeriesTable::new(
                 self.ts.clone(),

@@ -39,6 +39,9 @@ pub enum Error {
         /// The limit, in seconds.
         limit_secs: f64,
     },
+    /// The caller may not read a table the query names.
+    #[error("{0}")]
+    PermissionDenied(String),
     /// The query was cancelled.
     #[error("query {0} was cancelled")]
     Cancelled(String),

@@ -70,13 +70,15 @@ pub use dialect::Dialect;
 pub use error::{Error, Result};
 pub use stats::{ScanCounters, ScanTotals};
 
-/// Where bare table names resolve.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where bare table names resolve, and who asks.
+#[derive(Debug, Clone, Default)]
 pub struct Scope {
     /// The Bigtable instance (`projects/p/instances/i`) whose tables are the bare names.
     pub instance: Option<String>,
     /// The SQL the text is written in.
     pub dialect: Dialect,
+    /// Which tables the caller may read; `None`: all.
+    pub access: Option<Arc<dyn catalog::TableAccess>>,
 }
 
 impl Scope {
@@ -85,6 +87,7 @@ impl Scope {
         Self {
             instance: Some(instance.into()),
             dialect: Dialect::Timestream,
+            access: None,
         }
     }
 
@@ -93,6 +96,7 @@ impl Scope {
         Self {
             instance: Some(instance.into()),
             dialect: Dialect::GoogleSql,
+            access: None,
         }
     }
 }
@@ -266,6 +270,7 @@ impl SqlEngine {
             instance: scope.instance.clone(),
             counters: counters.clone(),
             qualifiers: qualifiers.clone(),
+            access: scope.access.clone(),
         };
         let catalogs = MemoryCatalogProviderList::new();
         catalogs.register_catalog(

@@ -28,6 +28,7 @@
 //!    `timestreamquery` for query operations) with its HTTP status, plus
 //!    `RejectedRecords` for `RejectedRecordsException`.
 
+mod access;
 mod batch_ops;
 mod query_ops;
 mod query_wire;
@@ -93,6 +94,8 @@ pub struct App {
     pub write_slots: Arc<tokio::sync::Semaphore>,
     /// The server's metrics.
     pub metrics: Arc<almanac_console::Metrics>,
+    /// Principals, and the replay guard of signed requests.
+    pub gate: Arc<crate::auth::Gate>,
 }
 
 impl App {
@@ -243,6 +246,7 @@ fn sql_error(e: almanac_sql::Error) -> ApiError {
             )
         }
         S::Invalid(m) | S::Parameter(m) => ApiError::validation(m),
+        S::PermissionDenied(m) => ApiError::new(StatusCode::FORBIDDEN, "AccessDeniedException", m),
         e @ S::Cancelled(_) => {
             ApiError::new(StatusCode::CONFLICT, "ConflictException", e.to_string())
         }
@@ -405,7 +409,7 @@ fn unknown_operation(message: String) -> Response {
 
 /// Serves one request and records it in the metrics: its operation, latency, and
 /// the exception it ended with.
-async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(app: Arc<App>, signed: Signed, headers: HeaderMap, body: Bytes) -> Response {
     let started = std::time::Instant::now();
     let metrics = Arc::clone(&app.metrics);
     // Only operations the endpoint serves get a label of their own, so made-up
@@ -423,7 +427,7 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
         })
         .unwrap_or("unknown")
         .to_owned();
-    let response = handle_op(app, headers, body).await;
+    let response = handle_op(app, &signed, headers, body).await;
     let exception = response
         .headers()
         .get(EXCEPTION_HEADER)
@@ -436,7 +440,45 @@ async fn handle(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
 /// Header naming the exception of a failed response (as the service sends it).
 const EXCEPTION_HEADER: &str = "x-amzn-errortype";
 
-async fn handle_op(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
+/// The request line's parts a SigV4 signature covers.
+struct Signed {
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+}
+
+/// The caller who signed the request (SigV4), if it may call `op` with `body`.
+fn authenticate(
+    app: &App,
+    signed: &Signed,
+    headers: &HeaderMap,
+    body: &[u8],
+    op: &str,
+    region: &str,
+) -> Result<crate::auth::Caller, Box<ApiError>> {
+    let pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)))
+        .collect();
+    let request = almanac_auth::sigv4::Request {
+        method: signed.method.as_str(),
+        path: signed.uri.path(),
+        query: signed.uri.query().unwrap_or(""),
+        headers: &pairs,
+        body,
+    };
+    let now_secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let caller = app
+        .gate
+        .signed(&request, now_secs)
+        .map_err(|e| Box::new(access::unauthenticated(&e)))?;
+    access::authorize(&caller, op, body)
+        .map_err(|d| Box::new(access::access_denied(&d, region)))?;
+    Ok(caller)
+}
+
+async fn handle_op(app: Arc<App>, signed: &Signed, headers: HeaderMap, body: Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
@@ -460,8 +502,17 @@ async fn handle_op(app: Arc<App>, headers: HeaderMap, body: Bytes) -> Response {
         }
         Err(e) => return api_error(e).into_response(),
     };
+    let namespace = if query_op.is_some() || scheduled_op.is_some() {
+        QUERY_ERROR_NAMESPACE
+    } else {
+        WRITE_ERROR_NAMESPACE
+    };
+    let caller = match authenticate(&app, signed, &headers, &body, op, &cx.region) {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response_in(namespace),
+    };
     if let Some(query_op) = query_op {
-        return match query_ops::handle(&app, &cx, query_op, &body).await {
+        return match query_ops::handle(&app, &cx, &caller, query_op, &body).await {
             Ok(text) => json_response(StatusCode::OK, text),
             Err(e) => api_error(e).into_response_in(QUERY_ERROR_NAMESPACE),
         };
@@ -575,6 +626,7 @@ pub async fn serve(
     batch: Arc<almanac_jobs::BatchLoads>,
     listener: TcpListener,
     tls: Option<almanac_console::TlsIdentity>,
+    gate: Arc<crate::auth::Gate>,
     address: String,
     metrics: Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -595,9 +647,17 @@ pub async fn serve(
             std::thread::available_parallelism().map_or(1, usize::from),
         )),
         metrics: Arc::clone(&metrics),
+        gate,
     });
     let router = Router::new()
-        .fallback(move |headers: HeaderMap, body: Bytes| handle(Arc::clone(&app), headers, body))
+        .fallback(
+            move |method: axum::http::Method,
+                  uri: axum::http::Uri,
+                  headers: HeaderMap,
+                  body: Bytes| {
+                handle(Arc::clone(&app), Signed { method, uri }, headers, body)
+            },
+        )
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     let listener = almanac_console::CountedListener::new(
         listener,

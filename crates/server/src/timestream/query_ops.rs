@@ -45,6 +45,7 @@ use tokio_stream::StreamExt;
 use super::query_wire::{self, QueryRequest};
 use super::results::{Ended, Header, Page, Rows};
 use super::{App, OpError, RequestContext};
+use crate::auth::Caller;
 
 /// Largest `MaxRows`, per the service model.
 pub const MAX_ROWS: i64 = 1000;
@@ -85,6 +86,7 @@ impl QueryOp {
 pub async fn handle(
     app: &App,
     cx: &RequestContext,
+    caller: &Caller,
     op: QueryOp,
     body: &[u8],
 ) -> Result<String, OpError> {
@@ -95,9 +97,9 @@ pub async fn handle(
             .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
     };
     match op {
-        QueryOp::Query => query(app, cx, &req).await,
+        QueryOp::Query => query(app, cx, caller, &req).await,
         QueryOp::CancelQuery => cancel_query(app, &req),
-        QueryOp::PrepareQuery => prepare_query(app, cx, &req).await,
+        QueryOp::PrepareQuery => prepare_query(app, cx, caller, &req).await,
     }
 }
 
@@ -108,6 +110,7 @@ use almanac_jobs::scheduled::run::SCHEDULED_RUNTIME;
 async fn prepare_query(
     app: &App,
     cx: &RequestContext,
+    caller: &Caller,
     req: &QueryRequest,
 ) -> Result<String, OpError> {
     let sql = query_string(req)?;
@@ -119,6 +122,7 @@ async fn prepare_query(
     let scope = Scope {
         instance: cx.instance.clone(),
         dialect: almanac_sql::Dialect::Timestream,
+        access: caller.table_access(),
     };
     let scheduled = sql.contains(SCHEDULED_RUNTIME);
     let params = scheduled.then(|| {
@@ -158,7 +162,12 @@ fn query_string(req: &QueryRequest) -> Result<&str, OpError> {
 }
 
 /// `Query`.
-pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result<String, OpError> {
+pub async fn query(
+    app: &App,
+    cx: &RequestContext,
+    caller: &Caller,
+    req: &QueryRequest,
+) -> Result<String, OpError> {
     let sql = query_string(req)?;
     let max_rows = page_rows(req.max_rows)?;
     requests::check_client_token(req.client_token.as_deref())?;
@@ -178,6 +187,7 @@ pub async fn query(app: &App, cx: &RequestContext, req: &QueryRequest) -> Result
     let scope = Scope {
         instance: cx.instance.clone(),
         dialect: almanac_sql::Dialect::Timestream,
+        access: caller.table_access(),
     };
     let prepared = app.sql.prepare(sql, &scope, None).await?;
     let columns = query_wire::column_infos(&prepared.schema).map_err(OpError::Result)?;

@@ -1,0 +1,443 @@
+//! AWS Signature Version 4, as the Timestream endpoint verifies it.
+//!
+//! A request, step by step:
+//! 1. [`Authorization::parse`] reads the `Authorization` header:
+//!    `AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/SERVICE/aws4_request,
+//!    SignedHeaders=a;b;c, Signature=HEX`.
+//! 2. [`verify`] checks the request's time (`X-Amz-Date`) is within [`MAX_SKEW`] of
+//!    the server's, builds the canonical request (method, path, sorted query, the
+//!    signed headers with their values trimmed, the body's SHA-256), the string to
+//!    sign, and the signing key from the secret, date, region and service, and compares
+//!    the HMAC-SHA256 with the signature in constant time.
+//! 3. [`ReplayGuard`] refuses a signature it has seen before while it is still within
+//!    the skew window. AWS SDKs sign a fresh invocation id and attempt number into every
+//!    request (`amz-sdk-invocation-id`, `amz-sdk-request`), so two of their requests
+//!    never share a signature; a captured request sent again does.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use ring::hmac;
+
+/// The only algorithm SigV4 defines for headers.
+pub const ALGORITHM: &str = "AWS4-HMAC-SHA256";
+/// Furthest a request's time may be from the server's, either way: AWS's 15 minutes.
+pub const MAX_SKEW_SECS: i64 = 15 * 60;
+/// [`MAX_SKEW_SECS`] under the name the module docs use.
+pub const MAX_SKEW: std::time::Duration = std::time::Duration::from_secs(MAX_SKEW_SECS as u64);
+/// Most signatures the replay guard remembers (32 bytes and a time each); past it
+/// the oldest are forgotten first.
+pub const MAX_REMEMBERED_SIGNATURES: usize = 1 << 20;
+/// Longest `Authorization` header read.
+pub const MAX_AUTHORIZATION_BYTES: usize = 4096;
+
+/// Why a signature is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SigError {
+    /// No `Authorization` header.
+    #[error("Missing Authentication Token")]
+    Missing,
+    /// The header or a header it depends on is not SigV4's.
+    #[error("{0}")]
+    Malformed(String),
+    /// The access key id is not a principal's.
+    #[error("The security token included in the request is invalid.")]
+    UnknownKey,
+    /// The request's time is too far from the server's.
+    #[error("{0}")]
+    Expired(String),
+    /// The signature does not match.
+    #[error(
+        "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
+    )]
+    Mismatch,
+    /// The same signature arrived before.
+    #[error(
+        "This request has already been received (its signature was seen {0}); sign every request anew."
+    )]
+    Replayed(String),
+}
+
+/// The parts of an `Authorization` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorization {
+    /// The access key id.
+    pub access_key_id: String,
+    /// `YYYYMMDD` of the credential scope.
+    pub date: String,
+    /// The region signed for.
+    pub region: String,
+    /// The service signed for.
+    pub service: String,
+    /// Lowercase header names, as listed.
+    pub signed_headers: Vec<String>,
+    /// The signature.
+    pub signature: Vec<u8>,
+}
+
+impl Authorization {
+    /// Parses an `Authorization` header value.
+    pub fn parse(header: &str) -> Result<Self, SigError> {
+        let bad = |what: &str| SigError::Malformed(format!("Authorization header: {what}"));
+        if header.len() > MAX_AUTHORIZATION_BYTES {
+            return Err(bad(&format!("longer than {MAX_AUTHORIZATION_BYTES} bytes")));
+        }
+        let rest = header
+            .strip_prefix(ALGORITHM)
+            .ok_or_else(|| bad(&format!("the algorithm must be {ALGORITHM}")))?;
+        let mut credential = None;
+        let mut signed = None;
+        let mut signature = None;
+        for part in rest.split(',') {
+            let part = part.trim();
+            if let Some(v) = part.strip_prefix("Credential=") {
+                credential = Some(v);
+            } else if let Some(v) = part.strip_prefix("SignedHeaders=") {
+                signed = Some(v);
+            } else if let Some(v) = part.strip_prefix("Signature=") {
+                signature = Some(v);
+            }
+        }
+        let credential = credential.ok_or_else(|| bad("no Credential"))?;
+        let scope: Vec<&str> = credential.split('/').collect();
+        let [key, date, region, service, "aws4_request"] = scope[..] else {
+            return Err(bad(
+                "Credential must be KEY/DATE/REGION/SERVICE/aws4_request",
+            ));
+        };
+        let signed_headers: Vec<String> = signed
+            .ok_or_else(|| bad("no SignedHeaders"))?
+            .split(';')
+            .map(str::to_ascii_lowercase)
+            .collect();
+        if !signed_headers.iter().any(|h| h == "host") {
+            return Err(bad("SignedHeaders must include host"));
+        }
+        let signature = hex::decode(signature.ok_or_else(|| bad("no Signature"))?)
+            .map_err(|_| bad("Signature is not hex"))?;
+        Ok(Self {
+            access_key_id: key.to_string(),
+            date: date.to_string(),
+            region: region.to_string(),
+            service: service.to_string(),
+            signed_headers,
+            signature,
+        })
+    }
+}
+
+/// The request as signed.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// `POST`, …
+    pub method: &'a str,
+    /// The path, as sent (already percent-encoded).
+    pub path: &'a str,
+    /// The query string without `?`, as sent.
+    pub query: &'a str,
+    /// Every header, names in any case, repeated names as they came.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The body.
+    pub body: &'a [u8],
+}
+
+impl Request<'_> {
+    fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+            .collect()
+    }
+}
+
+/// Checks `auth`'s signature of `request` with `secret`, the server's clock at
+/// `now_secs`; returns the request's time (seconds since the epoch).
+pub fn verify(
+    request: &Request<'_>,
+    auth: &Authorization,
+    secret: &str,
+    now_secs: i64,
+) -> Result<i64, SigError> {
+    let amz_date = request
+        .header_values("x-amz-date")
+        .first()
+        .copied()
+        .ok_or_else(|| SigError::Malformed("the X-Amz-Date header is missing".into()))?;
+    let at = parse_amz_date(amz_date).ok_or_else(|| {
+        SigError::Malformed(format!("X-Amz-Date {amz_date:?} is not YYYYMMDDTHHMMSSZ"))
+    })?;
+    if !amz_date.starts_with(&auth.date) {
+        return Err(SigError::Malformed(format!(
+            "the credential's date {} is not X-Amz-Date's {amz_date}",
+            auth.date
+        )));
+    }
+    if at < now_secs - MAX_SKEW_SECS {
+        return Err(SigError::Expired(format!(
+            "Signature expired: {amz_date} is now earlier than {} ({} - 15 min.)",
+            format_amz_date(now_secs - MAX_SKEW_SECS),
+            format_amz_date(now_secs)
+        )));
+    }
+    if at > now_secs + MAX_SKEW_SECS {
+        return Err(SigError::Expired(format!(
+            "Signature not yet current: {amz_date} is still later than {} ({} + 15 min.)",
+            format_amz_date(now_secs + MAX_SKEW_SECS),
+            format_amz_date(now_secs)
+        )));
+    }
+    let canonical = canonical_request(request, &auth.signed_headers);
+    let scope = format!(
+        "{}/{}/{}/aws4_request",
+        auth.date, auth.region, auth.service
+    );
+    let to_sign = format!(
+        "{ALGORITHM}\n{amz_date}\n{scope}\n{}",
+        hex::encode(sha256(canonical.as_bytes()))
+    );
+    let mut key = hmac_sha256(format!("AWS4{secret}").as_bytes(), auth.date.as_bytes());
+    for part in [auth.region.as_str(), auth.service.as_str(), "aws4_request"] {
+        key = hmac_sha256(&key, part.as_bytes());
+    }
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &key);
+    hmac::verify(&key, to_sign.as_bytes(), &auth.signature).map_err(|_| SigError::Mismatch)?;
+    Ok(at)
+}
+
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .to_vec()
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
+    hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), data)
+        .as_ref()
+        .to_vec()
+}
+
+/// SigV4's canonical request.
+fn canonical_request(request: &Request<'_>, signed: &[String]) -> String {
+    let path = if request.path.is_empty() {
+        "/"
+    } else {
+        request.path
+    };
+    let mut query: Vec<(&str, &str)> = request
+        .query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .collect();
+    query.sort_unstable();
+    let query = query
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut headers = String::new();
+    for name in signed {
+        let values: Vec<String> = request
+            .header_values(name)
+            .iter()
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        headers.push_str(name);
+        headers.push(':');
+        headers.push_str(&values.join(","));
+        headers.push('\n');
+    }
+    let payload = request
+        .header_values("x-amz-content-sha256")
+        .first()
+        .map_or_else(|| hex::encode(sha256(request.body)), |v| (*v).to_string());
+    format!(
+        "{}\n{path}\n{query}\n{headers}\n{}\n{payload}",
+        request.method,
+        signed.join(";")
+    )
+}
+
+/// Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `YYYYMMDDTHHMMSSZ` as seconds since the epoch.
+pub fn parse_amz_date(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(4..6)?, num(6..8)?);
+    let (h, mi, s) = (num(9..11)?, num(11..13)?, num(13..15)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+/// Seconds since the epoch as `YYYYMMDDTHHMMSSZ`.
+pub fn format_amz_date(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (the inverse of days_from_civil).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Remembers the signatures of accepted requests while they could still be replayed.
+#[derive(Debug, Default)]
+pub struct ReplayGuard {
+    inner: Mutex<Seen>,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    times: HashMap<Vec<u8>, i64>,
+    order: VecDeque<(i64, Vec<u8>)>,
+}
+
+impl ReplayGuard {
+    /// Records `signature` of a request made at `at`; refuses one seen before.
+    pub fn admit(&self, signature: &[u8], at: i64, now_secs: i64) -> Result<(), SigError> {
+        let Ok(mut seen) = self.inner.lock() else {
+            return Ok(());
+        };
+        // Forget what can no longer pass the time check anyway.
+        while let Some((t, _)) = seen.order.front() {
+            if *t >= now_secs - MAX_SKEW_SECS && seen.order.len() < MAX_REMEMBERED_SIGNATURES {
+                break;
+            }
+            if let Some((_, sig)) = seen.order.pop_front() {
+                seen.times.remove(&sig);
+            }
+        }
+        if let Some(t) = seen.times.get(signature) {
+            return Err(SigError::Replayed(format!(
+                "with X-Amz-Date {}",
+                format_amz_date(*t)
+            )));
+        }
+        seen.times.insert(signature.to_vec(), at);
+        seen.order
+            .push_back((at.max(now_secs - MAX_SKEW_SECS), signature.to_vec()));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "test")]
+mod tests {
+    use super::*;
+
+    /// AWS's published example (the `get-vanilla` case of its SigV4 test suite).
+    #[test]
+    fn the_aws_test_suite_example_verifies() {
+        let auth = Authorization::parse(
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, \
+             SignedHeaders=host;x-amz-date, \
+             Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+        )
+        .unwrap();
+        let headers = [
+            ("Host", "example.amazonaws.com"),
+            ("X-Amz-Date", "20150830T123600Z"),
+        ];
+        let request = Request {
+            method: "GET",
+            path: "/",
+            query: "",
+            headers: &headers,
+            body: b"",
+        };
+        let secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+        let at = parse_amz_date("20150830T123600Z").unwrap();
+        assert_eq!(verify(&request, &auth, secret, at + 60), Ok(at));
+        assert_eq!(
+            verify(&request, &auth, "wrong", at),
+            Err(SigError::Mismatch)
+        );
+        let late = verify(&request, &auth, secret, at + MAX_SKEW_SECS + 1);
+        assert!(
+            matches!(late, Err(SigError::Expired(m)) if m.starts_with("Signature expired: 20150830T123600Z"))
+        );
+        let tampered = [
+            ("Host", "example.amazonaws.com"),
+            ("X-Amz-Date", "20150830T123601Z"),
+        ];
+        let request = Request {
+            headers: &tampered,
+            ..request
+        };
+        assert_eq!(verify(&request, &auth, secret, at), Err(SigError::Mismatch));
+    }
+
+    #[test]
+    fn dates_round_trip() {
+        for text in [
+            "19700101T000000Z",
+            "20150830T123600Z",
+            "20261127T235959Z",
+            "20240229T120000Z",
+        ] {
+            assert_eq!(format_amz_date(parse_amz_date(text).unwrap()), text);
+        }
+        assert_eq!(parse_amz_date("20150830T123600Z"), Some(1_440_938_160));
+        assert_eq!(parse_amz_date("2015-08-30"), None);
+    }
+
+    #[test]
+    fn a_signature_is_admitted_once() {
+        let guard = ReplayGuard::default();
+        assert!(guard.admit(b"sig", 100, 100).is_ok());
+        assert!(matches!(
+            guard.admit(b"sig", 100, 101),
+            Err(SigError::Replayed(_))
+        ));
+        assert!(guard.admit(b"other", 100, 101).is_ok());
+    }
+
+    #[test]
+    fn malformed_headers_are_named() {
+        for (header, why) in [
+            ("Basic xyz", "algorithm"),
+            (
+                "AWS4-HMAC-SHA256 SignedHeaders=host, Signature=00",
+                "Credential",
+            ),
+            (
+                "AWS4-HMAC-SHA256 Credential=K/D/R/S/aws4_request, SignedHeaders=x-amz-date, Signature=00",
+                "host",
+            ),
+            (
+                "AWS4-HMAC-SHA256 Credential=K/D/R/S/aws4_request, SignedHeaders=host, Signature=zz",
+                "hex",
+            ),
+        ] {
+            let err = Authorization::parse(header).unwrap_err();
+            assert!(err.to_string().contains(why), "{header}: {err}");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Who may call which Timestream operation on what.
+//!
+//! A request is authenticated by its SigV4 signature ([`crate::auth::Gate::signed`]);
+//! then its operation names the action and the resource it needs, read from the
+//! body's `DatabaseName` and `TableName` (or a tag operation's `ResourceARN`):
+//!
+//! | operations | needs |
+//! |---|---|
+//! | `DescribeEndpoints`, `Query`, `PrepareQuery`, `CancelQuery` | any principal (a query's tables are checked as they are opened) |
+//! | `DescribeDatabase`, `ListTables` | read on the database |
+//! | `DescribeTable`, `ListTagsForResource` | read on the table (or database) |
+//! | `WriteRecords` | write on the table |
+//! | `CreateDatabase`, `UpdateDatabase`, `DeleteDatabase` | administer the database |
+//! | `CreateTable`, `UpdateTable`, `DeleteTable`, `TagResource`, `UntagResource` | administer the table (or database) |
+//! | `ListDatabases`, scheduled queries, batch loads, account settings | the server as a whole: a principal of scope `All` |
+
+use almanac_auth::sigv4::SigError;
+use almanac_auth::{Action, Denied, Resource};
+use axum::http::StatusCode;
+
+use super::ApiError;
+use crate::auth::{Caller, Unauthenticated};
+
+/// The account id ARNs carry (Almanac has no accounts).
+pub const ACCOUNT_ID: &str = "000000000000";
+
+/// What an operation needs, and of what.
+enum Needs {
+    /// Only to be authenticated.
+    Nothing,
+    /// `action` on the resource the body names (`at` says how).
+    Action(Action, At),
+}
+
+/// Where an operation's resource comes from.
+enum At {
+    Database,
+    Table,
+    Arn,
+    Server,
+}
+
+fn needs(op: &str) -> Needs {
+    use Action::{Administer, Read, Write};
+    match op {
+        "DescribeEndpoints" | "Query" | "PrepareQuery" | "CancelQuery" => Needs::Nothing,
+        "DescribeDatabase" | "ListTables" => Needs::Action(Read, At::Database),
+        "DescribeTable" => Needs::Action(Read, At::Table),
+        "ListTagsForResource" => Needs::Action(Read, At::Arn),
+        "WriteRecords" => Needs::Action(Write, At::Table),
+        "CreateDatabase" | "UpdateDatabase" | "DeleteDatabase" => {
+            Needs::Action(Administer, At::Database)
+        }
+        "CreateTable" | "UpdateTable" | "DeleteTable" => Needs::Action(Administer, At::Table),
+        "TagResource" | "UntagResource" => Needs::Action(Administer, At::Arn),
+        "ListDatabases" => Needs::Action(Read, At::Server),
+        _ => Needs::Action(Administer, At::Server),
+    }
+}
+
+/// A resource ARN's database and table (`…:database/D[/table/T]`).
+fn arn_parts(arn: &str) -> (Option<&str>, Option<&str>) {
+    let Some((_, path)) = arn.split_once(":database/") else {
+        return (None, None);
+    };
+    match path.split_once("/table/") {
+        Some((d, t)) => (Some(d), Some(t)),
+        None => (Some(path), None),
+    }
+}
+
+/// Checks that `caller` may call `op` with `body`.
+pub fn authorize(caller: &Caller, op: &str, body: &[u8]) -> Result<(), Denied> {
+    let Caller::Principal(_) = caller else {
+        return Ok(());
+    };
+    let Needs::Action(action, at) = needs(op) else {
+        return Ok(());
+    };
+    let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
+    let (database, table) = match at {
+        At::Server => (None, None),
+        At::Database => (field("DatabaseName"), None),
+        At::Table => (field("DatabaseName"), field("TableName")),
+        At::Arn => arn_parts(field("ResourceARN").unwrap_or("")),
+    };
+    let resource = match (database, table) {
+        (Some(database), Some(table)) => Resource::TsTable { database, table },
+        (Some(database), None) => Resource::Database(database),
+        _ => Resource::Server,
+    };
+    caller.allows(action, &format!("timestream:{op}"), &resource)
+}
+
+/// `AccessDeniedException`, in IAM's words.
+pub fn access_denied(d: &Denied, region: &str) -> ApiError {
+    let resource = if d.resource == "*" {
+        "*".to_string()
+    } else {
+        format!("arn:aws:timestream:{region}:{ACCOUNT_ID}:{}", d.resource)
+    };
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "AccessDeniedException",
+        format!(
+            "User: arn:aws:iam::{ACCOUNT_ID}:user/{} is not authorized to perform: {} on resource: {resource} because no identity-based policy allows the {} action",
+            d.principal, d.permission, d.permission
+        ),
+    )
+}
+
+/// The exception AWS answers a request it cannot authenticate with.
+pub fn unauthenticated(e: &Unauthenticated) -> ApiError {
+    let name = match e {
+        Unauthenticated::Signature(SigError::Missing) => "MissingAuthenticationTokenException",
+        Unauthenticated::Signature(SigError::UnknownKey) | Unauthenticated::Token(_) => {
+            "UnrecognizedClientException"
+        }
+        Unauthenticated::Signature(SigError::Malformed(_)) => "IncompleteSignatureException",
+        Unauthenticated::Signature(_) => "InvalidSignatureException",
+    };
+    ApiError::new(StatusCode::FORBIDDEN, name, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arns_name_databases_and_tables() {
+        let t = "arn:aws:timestream:us-east-1:000000000000:database/db/table/t";
+        assert_eq!(arn_parts(t), (Some("db"), Some("t")));
+        let d = "arn:aws:timestream:us-east-1:000000000000:database/db";
+        assert_eq!(arn_parts(d), (Some("db"), None));
+        assert_eq!(arn_parts("nonsense"), (None, None));
+    }
+}
