@@ -33,6 +33,7 @@ pub mod ingest;
 pub mod keyvis;
 pub mod measure;
 pub mod patterns;
+pub mod sigv4;
 pub mod sql;
 pub mod store;
 pub mod tsbs;

@@ -6,7 +6,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use almanac_bench::{engine, grpc, ingest, keyvis, patterns, sql, tsbs, unload};
+use almanac_bench::{engine, grpc, ingest, keyvis, patterns, sigv4, sql, tsbs, unload};
 use clap::{Parser, Subcommand};
 
 /// Almanac's benchmarks: each prints what it did and what it measured.
@@ -35,6 +35,8 @@ enum Command {
     Sql(sql::SqlBenchArgs),
     /// What Key Visualizer's access counters cost per write and read, and keep.
     Keyvis(keyvis::KeyvisArgs),
+    /// What verifying a SigV4 signature costs per WriteRecords request.
+    Sigv4(sigv4::SigV4Args),
     /// Write a TSBS-shaped table as CSV and as UNLOAD's CSV and Parquet directories
     /// (the input of scripts/bench-import).
     UnloadFiles(unload::UnloadArgs),
@@ -58,5 +60,6 @@ fn main() -> anyhow::Result<()> {
         Command::Sql(args) => sql::run(args),
         Command::UnloadFiles(args) => unload::run(args),
         Command::Keyvis(args) => keyvis::run(args),
+        Command::Sigv4(args) => sigv4::run(args),
     }
 }
