@@ -365,6 +365,20 @@ def test_an_expired_or_replayed_signature_is_refused(secured, ts_tables):
     assert status == 403 and "Signature expired" in body["Message"], body
 
 
+def test_almanac_sql_signs_with_the_environment_keys_over_https(secured, almanac_bin, ts_tables):
+    c = secured.creds["tsw"]
+    cmd = [almanac_bin, "sql", "--endpoint", f"https://{secured.ts_host}", "--format", "csv",
+           "-e", 'SELECT count(*) AS n FROM "db1"."cpu"']  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "AWS_CA_BUNDLE": str(secured.pki.ca)}
+    unsigned = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert unsigned.returncode != 0
+    assert "MissingAuthenticationTokenException" in unsigned.stderr + unsigned.stdout
+    env |= {"AWS_ACCESS_KEY_ID": c["access_key_id"], "AWS_SECRET_ACCESS_KEY": c["secret_access_key"]}
+    signed = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert signed.returncode == 0, signed.stderr
+    assert signed.stdout.splitlines()[0] == "n", signed.stdout
+
+
 def test_the_console_needs_a_token_and_scopes_what_it_shows(secured, tables):
     context = ssl.create_default_context(cafile=str(secured.pki.ca))
 

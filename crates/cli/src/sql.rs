@@ -48,7 +48,8 @@ pub enum Format {
 /// Flags of `almanac sql`.
 #[derive(Debug, clap::Args)]
 pub struct SqlArgs {
-    /// The Timestream endpoint of `almanac serve`.
+    /// The Timestream endpoint of `almanac serve` (https:// trusts $AWS_CA_BUNDLE;
+    /// requests are signed with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY when set).
     #[arg(long, default_value = "http://127.0.0.1:8087")]
     endpoint: String,
     /// Run this one statement and exit (otherwise statements ending in ';' are read

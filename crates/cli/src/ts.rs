@@ -29,7 +29,8 @@ const REJECTS_SHOWN: usize = 10;
 /// Where the endpoint is.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TsConn {
-    /// The Timestream endpoint of `almanac serve`.
+    /// The Timestream endpoint of `almanac serve` (https:// trusts $AWS_CA_BUNDLE;
+    /// requests are signed with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY when set).
     #[arg(long, default_value = "http://127.0.0.1:8087", global = true)]
     url: String,
 }
@@ -159,9 +160,19 @@ impl Api {
             ("X-Amz-Target", target.as_str()),
         ];
         headers.extend(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let body = body.to_string();
+        // Signed as an AWS SDK signs, when the environment holds a key pair (a server
+        // with principals verifies it; one without ignores it).
+        let signature = signed(&self.client, &headers, body.as_bytes());
+        let (amz_date, authorization);
+        if let Some((date, header)) = signature {
+            (amz_date, authorization) = (date, header);
+            headers.push(("X-Amz-Date", amz_date.as_str()));
+            headers.push(("Authorization", authorization.as_str()));
+        }
         let resp = self
             .client
-            .post("/", &headers, body.to_string().as_bytes())
+            .post("/", &headers, body.as_bytes())
             .with_context(|| format!("{op}: is `almanac serve` running at {}?", self.url))?;
         let json: Json = serde_json::from_slice(&resp.body)
             .with_context(|| format!("{op}: HTTP {}: not JSON: {}", resp.status, resp.text()))?;
@@ -187,6 +198,36 @@ impl Api {
     pub fn must(&mut self, op: &str, body: &Json) -> anyhow::Result<Json> {
         Ok(self.call(op, body)??)
     }
+}
+
+/// `(X-Amz-Date, Authorization)` signing a request to `client`'s endpoint with the key
+/// pair of `$AWS_ACCESS_KEY_ID` and `$AWS_SECRET_ACCESS_KEY` (region
+/// `$AWS_REGION`, else `$AWS_DEFAULT_REGION`, else us-east-1), if they are set.
+fn signed(client: &Client, headers: &[(&str, &str)], body: &[u8]) -> Option<(String, String)> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let (key, secret) = (var("AWS_ACCESS_KEY_ID")?, var("AWS_SECRET_ACCESS_KEY")?);
+    let region = var("AWS_REGION")
+        .or_else(|| var("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|| "us-east-1".to_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+    let amz_date = almanac_auth::sigv4::format_amz_date(now);
+    let endpoint = client.endpoint();
+    let path = format!("{}/", endpoint.prefix);
+    let mut all: Vec<(&str, &str)> = vec![("Host", endpoint.authority.as_str())];
+    all.extend_from_slice(headers);
+    all.push(("X-Amz-Date", amz_date.as_str()));
+    let request = almanac_auth::sigv4::Request {
+        method: "POST",
+        path: &path,
+        query: "",
+        headers: &all,
+        body,
+    };
+    let header =
+        almanac_auth::sigv4::sign(&request, &key, &secret, &region, "timestream", &amz_date);
+    Some((amz_date, header))
 }
 
 fn print_table(t: &Json) {

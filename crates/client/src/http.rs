@@ -1,6 +1,8 @@
 //! A minimal blocking HTTP/1.1 client: POST with a Content-Length body over one
-//! keep-alive `TcpStream` (TCP_NODELAY), reading responses framed by Content-Length,
-//! chunked transfer encoding, or the end of the connection. No TLS, no redirects.
+//! keep-alive `TcpStream` (TCP_NODELAY), plain or through TLS (rustls, for `https://`
+//! endpoints, trusting the PEM bundle of `$AWS_CA_BUNDLE`, else `$SSL_CERT_FILE`, else
+//! the system's), reading responses framed by Content-Length, chunked transfer
+//! encoding, or the end of the connection. No redirects.
 //!
 //! A request on a reused connection that fails before any response byte arrives (the
 //! server closed the idle connection) is sent once more on a fresh connection.
@@ -18,25 +20,32 @@ const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest response header line accepted.
 const MAX_HEADER_LINE: usize = 64 * 1024;
 
-/// Where requests go: `http://HOST:PORT[/PREFIX]`.
+/// Where requests go: `http[s]://HOST:PORT[/PREFIX]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     /// `host:port`, for connecting and for the Host header.
     pub authority: String,
     /// Path prefix without a trailing slash (often empty).
     pub prefix: String,
+    /// Whether to speak TLS.
+    pub tls: bool,
 }
 
+/// The CA bundle an `https://` endpoint is checked against when no variable names one.
+const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
 impl Endpoint {
-    /// Parses `http://host[:port][/prefix]` (port 80 by default).
+    /// Parses `http[s]://host[:port][/prefix]` (port 80, or 443 for https, by default).
     pub fn parse(url: &str) -> Result<Self, Error> {
         let bad = |reason: &str| Error::Address {
             addr: url.to_string(),
             reason: reason.to_string(),
         };
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("only http:// URLs are supported"))?;
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => return Err(bad("only http:// and https:// URLs are supported")),
+        };
         let (authority, prefix) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
@@ -51,13 +60,88 @@ impl Endpoint {
         let authority = if has_port {
             authority.to_string()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if tls { 443 } else { 80 })
         };
         Ok(Self {
             authority,
             prefix: prefix.to_string(),
+            tls,
         })
     }
+
+    /// The host part of the authority (for TLS's server name).
+    fn host(&self) -> &str {
+        let host = match self.authority.rfind(':') {
+            Some(i) if !self.authority[i..].contains(']') => &self.authority[..i],
+            _ => &self.authority,
+        };
+        host.trim_start_matches('[').trim_end_matches(']')
+    }
+}
+
+/// A connection: plain TCP or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(s) => s.read(buf),
+            Self::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(s) => s.write(buf),
+            Self::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Plain(s) => s.flush(),
+            Self::Tls(s) => s.flush(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plain(_) => "Stream::Plain",
+            Self::Tls(_) => "Stream::Tls",
+        })
+    }
+}
+
+/// The TLS settings of `https://` endpoints: the CA bundle's certificates, ring.
+fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, Error> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let path = ["AWS_CA_BUNDLE", "SSL_CERT_FILE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|p| !p.is_empty()))
+        .unwrap_or_else(|| SYSTEM_CA_BUNDLE.to_string());
+    let pem = std::fs::read(&path).map_err(|e| io(format!("reading the CA bundle {path}"), e))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| Error::Protocol(format!("CA bundle {path}: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| Error::Protocol(format!("CA bundle {path}: {e}")))?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Protocol(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(std::sync::Arc::new(config))
 }
 
 /// A response: status code and the whole body.
@@ -80,7 +164,7 @@ impl Response {
 #[derive(Debug)]
 pub struct Client {
     endpoint: Endpoint,
-    conn: Option<BufReader<TcpStream>>,
+    conn: Option<BufReader<Stream>>,
     head: Vec<u8>,
 }
 
@@ -103,6 +187,11 @@ impl Client {
         body: &[u8],
     ) -> Result<Response, Error> {
         self.send("POST", path, headers, body)
+    }
+
+    /// Where requests go.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// GETs the endpoint's prefix followed by `path` (which may carry a query).
@@ -146,8 +235,10 @@ impl Client {
         }
         .map_err(|e| Error::Request {
             request: format!(
-                "{method} http://{}{}{path}",
-                self.endpoint.authority, self.endpoint.prefix
+                "{method} {}://{}{}{path}",
+                if self.endpoint.tls { "https" } else { "http" },
+                self.endpoint.authority,
+                self.endpoint.prefix
             ),
             source: Box::new(e),
         })
@@ -173,12 +264,22 @@ impl Client {
                 .set_nodelay(true)
                 .and_then(|()| stream.set_read_timeout(Some(READ_TIMEOUT)))
                 .map_err(|e| Fatal(io(connecting(), e)))?;
+            let stream = if self.endpoint.tls {
+                let name =
+                    rustls::pki_types::ServerName::try_from(self.endpoint.host().to_string())
+                        .map_err(|e| Fatal(Error::Protocol(format!("TLS server name: {e}"))))?;
+                let conn = rustls::ClientConnection::new(tls_config().map_err(Fatal)?, name)
+                    .map_err(|e| Fatal(Error::Protocol(format!("TLS: {e}"))))?;
+                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, stream)))
+            } else {
+                Stream::Plain(stream)
+            };
             self.conn = Some(BufReader::with_capacity(64 * 1024, stream));
         }
         let Some(conn) = self.conn.as_mut() else {
             return Err(Fatal(Error::Protocol("no connection".into())));
         };
-        let send = |conn: &mut BufReader<TcpStream>, head: &[u8]| -> std::io::Result<()> {
+        let send = |conn: &mut BufReader<Stream>, head: &[u8]| -> std::io::Result<()> {
             let s = conn.get_mut();
             s.write_all(head)?;
             s.write_all(body)?;
@@ -288,7 +389,7 @@ impl Failure {
 
 /// Reads one CRLF- (or LF-) terminated line into `line` without its terminator;
 /// returns the bytes consumed (0 at end of stream).
-fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> Result<usize, Error> {
+fn read_line(conn: &mut BufReader<Stream>, line: &mut Vec<u8>) -> Result<usize, Error> {
     line.clear();
     let n = conn
         .by_ref()
@@ -306,7 +407,7 @@ fn read_line(conn: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> Result<usiz
     Ok(n)
 }
 
-fn read_chunked(conn: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> Result<(), Error> {
+fn read_chunked(conn: &mut BufReader<Stream>, body: &mut Vec<u8>) -> Result<(), Error> {
     let mut line = Vec::new();
     loop {
         if read_line(conn, &mut line)? == 0 {
@@ -374,7 +475,12 @@ mod tests {
         );
         let e = Endpoint::parse("http://[::1]").unwrap();
         assert_eq!(e.authority, "[::1]:80");
-        assert!(Endpoint::parse("https://x").is_err());
+        let e = Endpoint::parse("https://x").unwrap();
+        assert_eq!((e.authority.as_str(), e.tls, e.host()), ("x:443", true, "x"));
+        let e = Endpoint::parse("https://[::1]:8087").unwrap();
+        assert_eq!((e.host(), e.tls), ("::1", true));
+        assert!(!Endpoint::parse("http://x").unwrap().tls);
+        assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http:///x").is_err());
     }
 

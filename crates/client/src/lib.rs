@@ -9,7 +9,8 @@
 //! 2. [`grpc::Conn::channel`] opens one HTTP/2 channel; [`grpc::data_client`] and
 //!    [`grpc::admin_client`] wrap it with the message limit a 256 MiB row needs
 //!    ([`almanac_engine::limits::MAX_MESSAGE_BYTES`]).
-//!    [`http::Client::post`] sends an AWS JSON request over one keep-alive connection.
+//!    [`http::Client::post`] sends an AWS JSON request over one keep-alive connection,
+//!    plain or TLS (`https://`).
 //! 3. Failures come back as one [`Error`]: an unusable address, a connection refused, a
 //!    server status for an RPC (code, number and message, as the user should see them),
 //!    or a malformed HTTP exchange.
