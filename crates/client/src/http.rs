@@ -476,7 +476,10 @@ mod tests {
         let e = Endpoint::parse("http://[::1]").unwrap();
         assert_eq!(e.authority, "[::1]:80");
         let e = Endpoint::parse("https://x").unwrap();
-        assert_eq!((e.authority.as_str(), e.tls, e.host()), ("x:443", true, "x"));
+        assert_eq!(
+            (e.authority.as_str(), e.tls, e.host()),
+            ("x:443", true, "x")
+        );
         let e = Endpoint::parse("https://[::1]:8087").unwrap();
         assert_eq!((e.host(), e.tls), ("::1", true));
         assert!(!Endpoint::parse("http://x").unwrap().tls);

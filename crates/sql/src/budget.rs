@@ -47,8 +47,12 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use tokio_stream::Stream;
 
 /// Memory all running queries may reserve together, by default: enough for sorts and
-/// aggregates over millions of rows, small beside the memory a server has.
-pub const DEFAULT_QUERY_MEMORY_BYTES: usize = 2 << 30;
+/// aggregates over millions of rows, small beside the memory a server has. DataFusion
+/// counts its operators' buffers, not every allocation around them: a query holding
+/// 0.8 GB of `array_agg` values peaked a server at 2.4 GB resident
+/// (docs/benchmarks.md, TLS, authentication and query limits), so the budget is kept
+/// well under the memory a small server has.
+pub const DEFAULT_QUERY_MEMORY_BYTES: usize = 1 << 30;
 /// The share of [`QueryLimits::memory_bytes`] one query may reserve, by default: a
 /// query alone gets half, so one runaway query leaves the other half to the rest.
 pub const DEFAULT_QUERY_SHARE: usize = 2;

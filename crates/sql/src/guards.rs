@@ -17,7 +17,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, FieldRef, Int64Type, IntervalMonthDayNanoType, TimeUnit,
 };
-use datafusion::common::{Result as DfResult, exec_err};
+use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::FunctionRegistry as _;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -143,15 +143,15 @@ impl Guarded {
                 Size::Pad => int_at(args.get(1), row)?.unwrap_or(0).max(0) as u64,
             };
             if n > per_row {
-                return exec_err!(
+                return Err(DataFusionError::ResourcesExhausted(format!(
                     "{name}: the result would have {n} {unit}; a list may have at most {per_row} (Presto's limit)"
-                );
+                )));
             }
             total = total.saturating_add(n);
             if total > per_call {
-                return exec_err!(
+                return Err(DataFusionError::ResourcesExhausted(format!(
                     "{name}: the call would produce more than {per_call} {unit} over {rows} rows, the most one call may; narrow the query"
-                );
+                )));
             }
         }
         Ok(())
