@@ -299,6 +299,22 @@ def test_boto3_with_the_right_keys_works_within_its_scope(secured, ts_tables):
         rq.close()
 
 
+def test_metadata_statements_show_only_what_the_principal_may_read(secured, ts_tables):
+    with isolated_aws_env():
+        w, q = ts_clients(secured, "tsw")
+        try:
+            rows = q.query(QueryString="SHOW DATABASES")["Rows"]
+            assert [r["Data"][0]["ScalarValue"] for r in rows] == ["db1"]
+            rows = q.query(QueryString="SHOW TABLES FROM db1")["Rows"]
+            assert [r["Data"][0]["ScalarValue"] for r in rows] == ["cpu"]
+            for sql in ("SHOW TABLES FROM db2", 'DESCRIBE "db2"."cpu"', "SHOW MEASURES FROM db2.cpu"):
+                code, message = code_of(lambda: q.query(QueryString=sql))
+                assert code == "AccessDeniedException", (sql, code, message)
+        finally:
+            w.close()
+            q.close()
+
+
 def test_boto3_with_wrong_or_unknown_keys_is_refused(secured, ts_tables):
     c = secured.creds["tsw"]
     with isolated_aws_env():

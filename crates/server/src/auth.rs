@@ -100,6 +100,11 @@ impl TableAccess for Caller {
                 "timestream:Select",
                 &Resource::TsTable { database, table },
             ),
+            TableRef::Database { database } => self.allows(
+                Action::Read,
+                "timestream:ListTables",
+                &Resource::Database(database),
+            ),
         };
         denied.map_err(|d| crate::status::denied(&d).message().to_owned())
     }

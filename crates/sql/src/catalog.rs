@@ -55,6 +55,12 @@ pub enum TableRef<'a> {
         /// The table.
         table: &'a str,
     },
+    /// A Timestream database as a whole (listed by `SHOW DATABASES`, its tables by
+    /// `SHOW TABLES`).
+    Database {
+        /// The database.
+        database: &'a str,
+    },
 }
 
 /// Whether the query's caller may read a table; asked as each table is opened, so a

@@ -247,9 +247,12 @@ impl SqlEngine {
             && let Some(statement) = metadata::parse(sql)?
         {
             let ts = self.ts.clone();
-            let batch = tokio::task::spawn_blocking(move || metadata::answer(&ts, &statement))
-                .await
-                .map_err(|e| Error::Execution(format!("metadata statement: {e}")))??;
+            let access = scope.access.clone();
+            let batch = tokio::task::spawn_blocking(move || {
+                metadata::answer(&ts, &statement, access.as_ref())
+            })
+            .await
+            .map_err(|e| Error::Execution(format!("metadata statement: {e}")))??;
             let frame = SessionContext::new_with_state(self.base.clone()).read_batch(batch)?;
             return Ok(Prepared {
                 schema: Arc::new(frame.schema().as_arrow().clone()),

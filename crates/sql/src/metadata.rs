@@ -15,6 +15,7 @@
 //! prints them. A measure's dimensions are those its series carry, found from the
 //! newest point of each series (one walk, a seek per series, on a blocking thread).
 
+use crate::catalog::{TableAccess, TableRef};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -355,7 +356,39 @@ fn dimension_fields() -> Fields {
 pub(crate) fn answer(
     ts: &Arc<TimeSeries<EmbeddedStore>>,
     statement: &Statement,
+    access: Option<&Arc<dyn TableAccess>>,
 ) -> Result<RecordBatch> {
+    // What the caller may see: a table it may read, and a database that is one of
+    // those tables' or that it may read whole.
+    let readable = |database: &str, table: &str| {
+        access.is_none_or(|a| a.check(TableRef::TimeSeries { database, table }).is_ok())
+    };
+    let visible_database = |database: &str| {
+        access.is_none_or(|a| {
+            a.check(TableRef::Database { database }).is_ok()
+                || ts
+                    .list_tables(Some(database), None, MAX_LISTED)
+                    .is_ok_and(|ts| ts.iter().any(|t| readable(database, &t.name)))
+        })
+    };
+    match statement {
+        Statement::Measures {
+            database, table, ..
+        }
+        | Statement::Describe { database, table } => {
+            if let Some(a) = access {
+                a.check(TableRef::TimeSeries { database, table })
+                    .map_err(Error::PermissionDenied)?;
+            }
+        }
+        Statement::Tables { database, .. } if !visible_database(database) => {
+            if let Some(a) = access {
+                a.check(TableRef::Database { database })
+                    .map_err(Error::PermissionDenied)?;
+            }
+        }
+        _ => {}
+    }
     match statement {
         Statement::Databases { like } => {
             let dbs = ts.list_databases(None, MAX_LISTED + 1);
@@ -367,7 +400,7 @@ pub(crate) fn answer(
             let mut out: Vec<String> = dbs
                 .into_iter()
                 .map(|d| d.name)
-                .filter(|n| matches(like.as_deref(), n))
+                .filter(|n| matches(like.as_deref(), n) && visible_database(n))
                 .collect();
             out.sort();
             text_batch(["Database"], out.into_iter().map(|n| [n]).collect())
@@ -387,7 +420,7 @@ pub(crate) fn answer(
             let mut out: Vec<String> = tables
                 .iter()
                 .map(|t| t.name.clone())
-                .filter(|n| matches(like.as_deref(), n))
+                .filter(|n| matches(like.as_deref(), n) && readable(database, n))
                 .collect();
             out.sort();
             text_batch(["Table"], out.into_iter().map(|n| [n]).collect())
