@@ -17,6 +17,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
+use almanac_engine::calendar::{civil_from_days, days_from_civil};
 use ring::hmac;
 
 /// The only algorithm SigV4 defines for headers.
@@ -305,17 +306,6 @@ fn canonical_request(request: &Request<'_>, signed: &[String]) -> String {
     )
 }
 
-/// Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `YYYYMMDDTHHMMSSZ` as seconds since the epoch.
 pub fn parse_amz_date(text: &str) -> Option<i64> {
     let b = text.as_bytes();
@@ -333,18 +323,8 @@ pub fn parse_amz_date(text: &str) -> Option<i64> {
 
 /// Seconds since the epoch as `YYYYMMDDTHHMMSSZ`.
 pub fn format_amz_date(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
-    // Civil from days (the inverse of days_from_civil).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
         "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
         rem / 3600,

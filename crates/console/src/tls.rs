@@ -122,14 +122,27 @@ impl TlsIdentity {
 }
 
 /// A connection of an HTTP listener: plain TCP, or TLS over it.
-pub enum Conn {
+pub type Conn = MaybeTls<TcpStream>;
+
+/// A stream as accepted: plain, or TLS over it (the gRPC shards' sockets too).
+pub enum MaybeTls<S> {
     /// Plain text.
-    Plain(TcpStream),
+    Plain(S),
     /// TLS.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<S>>),
 }
 
-impl AsyncRead for Conn {
+impl<S> MaybeTls<S> {
+    /// The stream beneath any TLS.
+    pub fn socket(&self) -> &S {
+        match self {
+            Self::Plain(s) => s,
+            Self::Tls(s) => s.get_ref().0,
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for MaybeTls<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -142,7 +155,7 @@ impl AsyncRead for Conn {
     }
 }
 
-impl AsyncWrite for Conn {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for MaybeTls<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -151,6 +164,24 @@ impl AsyncWrite for Conn {
         match self.get_mut() {
             Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Plain(s) => s.is_write_vectored(),
+            Self::Tls(s) => s.is_write_vectored(),
         }
     }
 

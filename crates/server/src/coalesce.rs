@@ -141,10 +141,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
     }
 }
 
-impl<T: Connected> Connected for Coalesce<T> {
-    type ConnectInfo = T::ConnectInfo;
+impl Connected for Coalesce<crate::shards::Secured> {
+    type ConnectInfo = <crate::shards::ShardSocket as Connected>::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.io.connect_info()
+        self.io.socket().connect_info()
     }
 }
