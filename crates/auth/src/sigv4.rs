@@ -175,6 +175,13 @@ pub fn verify(
             auth.date
         )));
     }
+    if let Some(claimed) = request.header_values("x-amz-content-sha256").first()
+        && !claimed.eq_ignore_ascii_case(&hex::encode(sha256(request.body)))
+    {
+        return Err(SigError::Malformed(
+            "X-Amz-Content-Sha256 is not the SHA-256 of the body (an unsigned payload is not accepted)".into(),
+        ));
+    }
     if at < now_secs - MAX_SKEW_SECS {
         return Err(SigError::Expired(format!(
             "Signature expired: {amz_date} is now earlier than {} ({} - 15 min.)",
@@ -295,10 +302,10 @@ fn canonical_request(request: &Request<'_>, signed: &[String]) -> String {
         headers.push_str(&values.join(","));
         headers.push('\n');
     }
-    let payload = request
-        .header_values("x-amz-content-sha256")
-        .first()
-        .map_or_else(|| hex::encode(sha256(request.body)), |v| (*v).to_string());
+    // The body's own hash, never a header's claim of it: a signed
+    // `X-Amz-Content-Sha256` that differs from the body fails the comparison with the
+    // signature (and `verify` refuses it first, naming it).
+    let payload = hex::encode(sha256(request.body));
     format!(
         "{}\n{path}\n{query}\n{headers}\n{}\n{payload}",
         request.method,
@@ -359,9 +366,10 @@ fn fingerprint(signature: &[u8]) -> u128 {
 impl ReplayGuard {
     /// Records `signature` of a request made at `at`; refuses one seen before.
     pub fn admit(&self, signature: &[u8], at: i64, now_secs: i64) -> Result<(), SigError> {
-        let Ok(mut seen) = self.inner.lock() else {
-            return Ok(());
-        };
+        let mut seen = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Forget what can no longer pass the time check anyway.
         while let Some((t, _)) = seen.order.front() {
             if *t >= now_secs - MAX_SKEW_SECS && seen.order.len() < MAX_REMEMBERED_SIGNATURES {
@@ -464,6 +472,37 @@ mod tests {
             ..request
         };
         assert_eq!(verify(&other, &auth, "secret", at), Err(SigError::Mismatch));
+    }
+
+    #[test]
+    fn a_body_other_than_the_one_signed_is_refused_whatever_its_hash_header_says() {
+        let amz_date = "20261127T080000Z";
+        let signed_body = br#"{"DatabaseName":"db"}"#;
+        let claimed = hex::encode(sha256(signed_body));
+        let headers = [
+            ("Host", "h"),
+            ("X-Amz-Date", amz_date),
+            ("X-Amz-Content-Sha256", claimed.as_str()),
+        ];
+        let request = Request {
+            method: "POST",
+            path: "/",
+            query: "",
+            headers: &headers,
+            body: signed_body,
+        };
+        let header = sign(&request, "K", "secret", "us-east-1", "timestream", amz_date);
+        let auth = Authorization::parse(&header).unwrap();
+        let at = parse_amz_date(amz_date).unwrap();
+        assert_eq!(verify(&request, &auth, "secret", at), Ok(at));
+        let forged = Request {
+            body: br#"{"DatabaseName":"other"}"#,
+            ..request
+        };
+        assert!(matches!(
+            verify(&forged, &auth, "secret", at),
+            Err(SigError::Malformed(_))
+        ));
     }
 
     #[test]

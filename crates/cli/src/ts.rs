@@ -162,7 +162,10 @@ impl Api {
         headers.extend(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let body = body.to_string();
         // Signed as an AWS SDK signs, when the environment holds a key pair (a server
-        // with principals verifies it; one without ignores it).
+        // with principals verifies it; one without ignores it), with a fresh invocation
+        // id so that two identical requests never share a signature.
+        let invocation = almanac_auth::secrets::new_token().unwrap_or_default();
+        headers.push(("amz-sdk-invocation-id", invocation.as_str()));
         let signature = signed(&self.client, &headers, body.as_bytes());
         let (amz_date, authorization);
         if let Some((date, header)) = signature {

@@ -322,7 +322,7 @@ impl BigtableTableAdmin for TableAdminService {
         crate::auth::check_named(
             &request,
             Action::Administer,
-            "bigtable.tables.mutateRows",
+            "bigtable.tables.update",
             &request.get_ref().name,
         )?;
         use pb::drop_row_range_request::Target;
@@ -545,6 +545,13 @@ impl BigtableTableAdmin for TableAdminService {
             Action::Administer,
             "bigtable.tables.create",
             &request.get_ref().parent,
+        )?;
+        // The snapshot may be another instance's: reading it needs its own permission.
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.snapshots.get",
+            &request.get_ref().source_snapshot,
         )?;
         let req = request.into_inner();
         let start = self.now();

@@ -115,6 +115,10 @@ impl TableAccess for Caller {
 pub struct Gate {
     principals: Directory,
     replays: ReplayGuard,
+    /// Set once any principal has existed: authentication then stays on while the
+    /// server runs, even if the file is emptied or removed (nobody passes until a
+    /// principal is made again).
+    on: std::sync::atomic::AtomicBool,
 }
 
 /// Why a request is not authenticated.
@@ -134,20 +138,26 @@ impl Gate {
         Ok(Arc::new(Self {
             principals: Directory::open(dir)?,
             replays: ReplayGuard::default(),
+            on: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
-    /// Whether any principal is defined (then every request must authenticate).
-    pub fn enforced(&self) -> bool {
-        !self.principals.current().is_empty()
+    /// The principals, or `None` while authentication is off (no principal has
+    /// existed since the server started).
+    fn principals(&self) -> Option<Arc<almanac_auth::Principals>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let principals = self.principals.current();
+        if !principals.is_empty() {
+            self.on.store(true, Relaxed);
+        }
+        self.on.load(Relaxed).then_some(principals)
     }
 
     /// The caller presenting `authorization` (a header value, `Bearer TOKEN`).
     pub fn bearer(&self, authorization: Option<&str>) -> Result<Caller, Unauthenticated> {
-        let principals = self.principals.current();
-        if principals.is_empty() {
+        let Some(principals) = self.principals() else {
             return Ok(Caller::Anyone);
-        }
+        };
         let Some(value) = authorization else {
             return Err(Unauthenticated::Token(
                 "Request is missing required authentication credential: expected an `authorization: Bearer TOKEN` header (a token from `almanac auth create-principal`).".into(),

@@ -1,5 +1,6 @@
 //! Bounds on the functions whose output size is an argument: `sequence` (and
-//! DataFusion's `generate_series`, `range`), `array_repeat`, `repeat`, `lpad`, `rpad`.
+//! DataFusion's `generate_series`, `range`), `array_repeat`, `array_resize`, `repeat`,
+//! `lpad`, `rpad`.
 //! Their output is allocated in one piece, outside any memory pool, so each call's
 //! arguments are checked before it runs: `sequence(1, 1000000000)` would otherwise ask
 //! for 8 GB at once.
@@ -8,7 +9,7 @@
 //! - a list of more than [`MAX_LIST_ENTRIES`] entries, Presto's limit for `sequence`
 //!   (Timestream's SQL is Presto's);
 //! - more than [`MAX_CALL_ENTRIES`] list entries or [`MAX_CALL_BYTES`] bytes of text
-//!   from one call over a batch of rows.
+//!   (or of repeated elements) from one call over a batch of rows.
 
 use std::sync::Arc;
 
@@ -57,6 +58,7 @@ pub fn register(state: &mut SessionState) -> DfResult<()> {
         ("generate_series", Size::Series),
         ("range", Size::Series),
         ("array_repeat", Size::Copies),
+        ("array_resize", Size::Copies),
         ("repeat", Size::Repeat),
         ("lpad", Size::Pad),
         ("rpad", Size::Pad),
@@ -112,13 +114,15 @@ impl ScalarUDFImpl for Guarded {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let rows = args.number_rows.max(1);
-        let arrays = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<DfResult<Vec<_>>>()?;
-        self.check(&arrays, rows)?;
+        let rows = args.number_rows;
+        if rows > 0 {
+            let arrays = args
+                .args
+                .iter()
+                .map(|a| a.to_array(rows))
+                .collect::<DfResult<Vec<_>>>()?;
+            self.check(&arrays, rows)?;
+        }
         self.inner.invoke_with_args(args)
     }
 }
@@ -132,10 +136,28 @@ impl Guarded {
             Size::Series | Size::Copies => (MAX_LIST_ENTRIES, MAX_CALL_ENTRIES, "entries"),
             Size::Repeat | Size::Pad => (u64::MAX, MAX_CALL_BYTES, "bytes"),
         };
-        for row in 0..rows {
+        let mut bytes: u64 = 0;
+        for row in 0..rows.min(args.iter().map(|a| a.len()).min().unwrap_or(0)) {
             let n = match self.size {
                 Size::Series => series_len(args, row)?,
-                Size::Copies => int_at(args.get(1), row)?.unwrap_or(0).max(0) as u64,
+                Size::Copies => {
+                    let count = int_at(args.get(1), row)?.unwrap_or(0).max(0) as u64;
+                    // Each copy holds the element (array_repeat's first argument,
+                    // array_resize's fill value): count its bytes too.
+                    let element = args.get(if self.inner.name() == "array_resize" {
+                        2
+                    } else {
+                        0
+                    });
+                    let each = element.map_or(8, |e| element_bytes(e, row).max(8));
+                    bytes = bytes.saturating_add(count.saturating_mul(each));
+                    if bytes > MAX_CALL_BYTES {
+                        return Err(DataFusionError::ResourcesExhausted(format!(
+                            "{name}: the call would produce more than {MAX_CALL_BYTES} bytes over {rows} rows, the most one call may; narrow the query"
+                        )));
+                    }
+                    count
+                }
                 Size::Repeat => {
                     let count = int_at(args.get(1), row)?.unwrap_or(0).max(0) as u64;
                     count.saturating_mul(text_len_at(args.first(), row)?)
@@ -156,6 +178,14 @@ impl Guarded {
         }
         Ok(())
     }
+}
+
+/// Bytes row `row` of an argument holds (its slice of the buffers).
+fn element_bytes(arg: &ArrayRef, row: usize) -> u64 {
+    arg.slice(row, 1)
+        .to_data()
+        .get_slice_memory_size()
+        .unwrap_or(0) as u64
 }
 
 /// Row `row` of an integer argument (NULL as `None`).

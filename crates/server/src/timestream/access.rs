@@ -58,14 +58,12 @@ fn needs(op: &str) -> Needs {
     }
 }
 
-/// A resource ARN's database and table (`…:database/D[/table/T]`).
-fn arn_parts(arn: &str) -> (Option<&str>, Option<&str>) {
-    let Some((_, path)) = arn.split_once(":database/") else {
-        return (None, None);
-    };
-    match path.split_once("/table/") {
-        Some((d, t)) => (Some(d), Some(t)),
-        None => (Some(path), None),
+/// A resource ARN's database and table, parsed as the tag operations parse it.
+fn arn_parts(arn: &str) -> (Option<String>, Option<String>) {
+    match almanac_timeseries::Resource::from_arn(arn) {
+        Ok(almanac_timeseries::Resource::Database(d)) => (Some(d), None),
+        Ok(almanac_timeseries::Resource::Table(d, t)) => (Some(d), Some(t)),
+        Err(_) => (None, None),
     }
 }
 
@@ -78,14 +76,19 @@ pub fn authorize(caller: &Caller, op: &str, body: &[u8]) -> Result<(), Denied> {
         return Ok(());
     };
     let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str);
+    let field = |name: &str| {
+        value
+            .get(name)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
     let (database, table) = match at {
         At::Server => (None, None),
         At::Database => (field("DatabaseName"), None),
         At::Table => (field("DatabaseName"), field("TableName")),
-        At::Arn => arn_parts(field("ResourceARN").unwrap_or("")),
+        At::Arn => arn_parts(&field("ResourceARN").unwrap_or_default()),
     };
-    let resource = match (database, table) {
+    let resource = match (&database, &table) {
         (Some(database), Some(table)) => Resource::TsTable { database, table },
         (Some(database), None) => Resource::Database(database),
         _ => Resource::Server,
@@ -128,11 +131,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arns_name_databases_and_tables() {
+    fn arns_name_databases_and_tables_as_the_tag_operations_read_them() {
+        let some = |s: &str| Some(s.to_string());
         let t = "arn:aws:timestream:us-east-1:000000000000:database/db/table/t";
-        assert_eq!(arn_parts(t), (Some("db"), Some("t")));
+        assert_eq!(arn_parts(t), (some("db"), some("t")));
         let d = "arn:aws:timestream:us-east-1:000000000000:database/db";
-        assert_eq!(arn_parts(d), (Some("db"), None));
+        assert_eq!(arn_parts(d), (some("db"), None));
         assert_eq!(arn_parts("nonsense"), (None, None));
+        // A table-looking region must not pass for the database the ARN names.
+        let tricky = "arn:aws:timestream:database/mine/table/x:000000000000:database/victim";
+        assert_ne!(arn_parts(tricky).0, some("mine"));
     }
 }
