@@ -33,7 +33,10 @@ async fn unbounded_functions_are_refused_before_they_allocate() -> Result {
         ),
         ("SELECT cardinality(sequence(1, 1000000000))", "10000"),
         ("SELECT cardinality(array_repeat(1, 20000))", "10000"),
-        ("SELECT cardinality(array_resize([1], 2000000000))", "67108864"),
+        (
+            "SELECT cardinality(array_resize([1], 2000000000))",
+            "67108864",
+        ),
         (
             "SELECT cardinality(array_repeat(repeat('x', 6000000), 10000))",
             "67108864",
