@@ -14,6 +14,7 @@
 use almanac_auth::sigv4::{self, Authorization, ReplayGuard};
 
 use crate::measure::process_cpu_secs;
+use crate::tsbs::data::{FIELDS, MEASUREMENT, TAG_KEYS};
 
 /// Flags of `almanac-bench sigv4`.
 #[derive(Debug, clap::Args)]
@@ -32,44 +33,37 @@ fn body(records: usize) -> String {
         if i > 0 {
             out.push(',');
         }
-        let dims: Vec<String> = [
-            ("hostname", format!("host_{i}")),
-            ("region", "eu-west-1".into()),
-            ("datacenter", "eu-west-1c".into()),
-            ("rack", "87".into()),
-            ("os", "Ubuntu16.04LTS".into()),
-            ("arch", "x64".into()),
-            ("team", "NYC".into()),
-            ("service", "18".into()),
-            ("service_version", "0".into()),
-            ("service_environment", "production".into()),
-        ]
-        .iter()
-        .map(|(k, v)| format!(r#"{{"Name":"{k}","Value":"{v}"}}"#))
-        .collect();
-        let measures: Vec<String> = [
-            "usage_user",
-            "usage_system",
-            "usage_idle",
-            "usage_nice",
-            "usage_iowait",
-            "usage_irq",
-            "usage_softirq",
-            "usage_steal",
-            "usage_guest",
-            "usage_guest_nice",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(j, m)| {
-            format!(
-                r#"{{"Name":"{m}","Value":"{}.{j}","Type":"DOUBLE"}}"#,
-                10 + j
-            )
-        })
-        .collect();
+        let host = format!("host_{i}");
+        // One host's tag values, as TSBS writes them.
+        let values = [
+            host.as_str(),
+            "eu-west-1",
+            "eu-west-1c",
+            "87",
+            "Ubuntu16.04LTS",
+            "x64",
+            "NYC",
+            "18",
+            "0",
+            "production",
+        ];
+        let dims: Vec<String> = TAG_KEYS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!(r#"{{"Name":"{k}","Value":"{v}"}}"#))
+            .collect();
+        let measures: Vec<String> = FIELDS
+            .iter()
+            .enumerate()
+            .map(|(j, m)| {
+                format!(
+                    r#"{{"Name":"{m}","Value":"{}.{j}","Type":"DOUBLE"}}"#,
+                    10 + j
+                )
+            })
+            .collect();
         out.push_str(&format!(
-            r#"{{"Dimensions":[{}],"MeasureName":"cpu","MeasureValueType":"MULTI","MeasureValues":[{}],"Time":"{}","TimeUnit":"MILLISECONDS"}}"#,
+            r#"{{"Dimensions":[{}],"MeasureName":"{MEASUREMENT}","MeasureValueType":"MULTI","MeasureValues":[{}],"Time":"{}","TimeUnit":"MILLISECONDS"}}"#,
             dims.join(","),
             measures.join(","),
             1_451_606_400_000_u64 + i as u64 * 10_000

@@ -87,9 +87,8 @@ pub fn run(command: AuthCommand) -> anyhow::Result<()> {
                 (None, _, Some(database), None) => Scope::Database { database },
                 (None, _, None, _) => Scope::All,
             };
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let now_ms = almanac_engine::clock::Clock::now_us(&almanac_engine::clock::SystemClock)
+                .div_euclid(1000);
             let credentials = store::create(&dir(a.dir), &a.name, role, scope, now_ms)?;
             println!("{}", serde_json::to_string(&credentials)?);
         }

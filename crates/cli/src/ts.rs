@@ -212,9 +212,8 @@ fn signed(client: &Client, headers: &[(&str, &str)], body: &[u8]) -> Option<(Str
     let region = var("AWS_REGION")
         .or_else(|| var("AWS_DEFAULT_REGION"))
         .unwrap_or_else(|| "us-east-1".to_string());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+    let now = almanac_engine::clock::Clock::now_us(&almanac_engine::clock::SystemClock)
+        .div_euclid(1_000_000);
     let amz_date = almanac_auth::sigv4::format_amz_date(now);
     let endpoint = client.endpoint();
     let path = format!("{}/", endpoint.prefix);

@@ -261,6 +261,19 @@ impl Accepting {
     }
 }
 
+/// The TLS stream over `socket` once its handshake is done, or `None` when the
+/// handshake fails or takes longer than [`HANDSHAKE_TIMEOUT`] (the caller drops the
+/// connection). Every TLS listener's connections go through it.
+pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    tls: &TlsAcceptor,
+    socket: S,
+) -> Option<MaybeTls<S>> {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(socket)).await {
+        Ok(Ok(stream)) => Some(MaybeTls::Tls(Box::new(stream))),
+        _ => None,
+    }
+}
+
 /// Accepts connections and runs each handshake in its own task.
 async fn handshakes(
     listener: TcpListener,
@@ -278,11 +291,8 @@ async fn handshakes(
         let tls = tls.clone();
         let ready = ready.clone();
         tokio::spawn(async move {
-            // A failed or slow handshake just drops the connection.
-            if let Ok(Ok(stream)) =
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(socket)).await
-            {
-                let _ = ready.send((Conn::Tls(Box::new(stream)), addr)).await;
+            if let Some(conn) = handshake(&tls, socket).await {
+                let _ = ready.send((conn, addr)).await;
             }
         });
     }

@@ -45,8 +45,6 @@ use crate::coalesce::Coalesce;
 /// Pause after a failed `accept` (out of file descriptors, say) before trying again,
 /// so a persistent failure does not spin a core.
 pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
-/// Longest a client may take over its TLS handshake before the connection is closed.
-pub use almanac_console::tls::HANDSHAKE_TIMEOUT;
 
 /// A connection as a shard's server sees it: coalesced writes over a shard socket,
 /// or over TLS on it.
@@ -251,7 +249,7 @@ fn adopt((socket, open): (std::net::TcpStream, Open)) -> io::Result<ShardSocket>
 }
 
 /// Runs the TLS handshake of each socket handed to the shard in a task of its own
-/// (at most [`HANDSHAKE_TIMEOUT`]), and hands the finished connections to the server.
+/// (at most [`almanac_console::tls::HANDSHAKE_TIMEOUT`]), and hands the finished connections to the server.
 async fn handshakes(
     mut sockets: mpsc::UnboundedReceiver<(std::net::TcpStream, Open)>,
     tls: TlsAcceptor,
@@ -264,11 +262,8 @@ async fn handshakes(
         let tls = tls.clone();
         let ready = ready.clone();
         tokio::spawn(async move {
-            // A failed or slow handshake just closes the connection.
-            if let Ok(Ok(stream)) =
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(socket)).await
-            {
-                let _ = ready.send(Coalesce::new(Secured::Tls(Box::new(stream))));
+            if let Some(secured) = almanac_console::tls::handshake(&tls, socket).await {
+                let _ = ready.send(Coalesce::new(secured));
             }
         });
     }

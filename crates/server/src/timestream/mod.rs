@@ -466,9 +466,8 @@ fn authenticate(
         headers: &pairs,
         body,
     };
-    let now_secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let now_secs = almanac_engine::clock::Clock::now_us(&almanac_engine::clock::SystemClock)
+        .div_euclid(1_000_000);
     let caller = app
         .gate
         .signed(&request, now_secs)
