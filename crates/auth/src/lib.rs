@@ -23,4 +23,4 @@ pub mod store;
 
 pub use access::{Action, Denied, Resource, Role, Scope, check};
 pub use error::{Error, Result};
-pub use store::{Credentials, Directory, Principal, Principals};
+pub use store::{Credentials, Directory, PRINCIPALS_FILE, Principal, Principals};

@@ -22,6 +22,7 @@ fn without_huge_pages() {
 }
 
 mod auth;
+mod backup;
 mod cbt;
 mod lint;
 mod serve;
@@ -52,6 +53,11 @@ enum Command {
     },
     /// Compact a data directory offline (server stopped) and print its size.
     Compact(serve::CompactArgs),
+    /// Back up a running server, whole and at one instant, into a new directory
+    /// (through its console).
+    Backup(backup::BackupArgs),
+    /// Make a new data directory from a directory written by `almanac backup`.
+    Restore(backup::RestoreArgs),
     /// Timestream-style databases, tables and record files (talks to `serve`'s
     /// Timestream endpoint).
     Ts {
@@ -84,6 +90,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Compact(args) => serve::compact(args),
+        Command::Backup(args) => backup::backup(args),
+        Command::Restore(args) => backup::restore(args),
         Command::Auth { command } => auth::run(command),
         Command::Lint(args) => lint::run(args),
         Command::Ts { conn, command } => ts::run(&conn, command),

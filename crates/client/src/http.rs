@@ -199,12 +199,35 @@ impl Client {
         self.send("GET", path, &[], &[])
     }
 
+    /// GETs `path` with the extra `headers`, writing a 200 response's body to `sink`
+    /// as it arrives (the returned body is then empty); any other status's body is
+    /// returned as usual.
+    pub fn get_into(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        sink: &mut dyn Write,
+    ) -> Result<Response, Error> {
+        self.send_into("GET", path, headers, &[], Some(sink))
+    }
+
     fn send(
         &mut self,
         method: &str,
         path: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+    ) -> Result<Response, Error> {
+        self.send_into(method, path, headers, body, None)
+    }
+
+    fn send_into(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        mut sink: Option<&mut dyn Write>,
     ) -> Result<Response, Error> {
         self.head.clear();
         // Writing into a Vec cannot fail.
@@ -222,9 +245,10 @@ impl Client {
         self.head.extend_from_slice(b"\r\n");
 
         let reused = self.conn.is_some();
-        match self.exchange(body) {
+        let first = self.exchange(body, sink.as_mut().map(|s| &mut **s as &mut dyn Write));
+        match first {
             Ok(r) => Ok(r),
-            Err(Stale(first)) if reused => self.exchange(body).map_err(|f| Error::Request {
+            Err(Stale(first)) if reused => self.exchange(body, sink).map_err(|f| Error::Request {
                 request: format!(
                     "retried after a stale connection ({})",
                     crate::with_causes(&first)
@@ -246,8 +270,8 @@ impl Client {
 
     /// Sends the prepared head and `body`, reads the response. Any error drops the
     /// connection; an error before the first response byte is marked stale.
-    fn exchange(&mut self, body: &[u8]) -> Result<Response, Failure> {
-        let result = self.try_exchange(body);
+    fn exchange(&mut self, body: &[u8], sink: Option<&mut dyn Write>) -> Result<Response, Failure> {
+        let result = self.try_exchange(body, sink);
         match &result {
             Ok((_, keep)) if *keep => {}
             _ => self.conn = None,
@@ -255,7 +279,11 @@ impl Client {
         result.map(|(r, _)| r)
     }
 
-    fn try_exchange(&mut self, body: &[u8]) -> Result<(Response, bool), Failure> {
+    fn try_exchange(
+        &mut self,
+        body: &[u8],
+        sink: Option<&mut dyn Write>,
+    ) -> Result<(Response, bool), Failure> {
         if self.conn.is_none() {
             let connecting = || format!("connecting to {}", self.endpoint.authority);
             let stream = TcpStream::connect(&self.endpoint.authority)
@@ -353,17 +381,24 @@ impl Client {
         }
 
         let mut body = Vec::new();
+        let out: &mut dyn Write = match sink {
+            Some(sink) if status == 200 => sink,
+            _ => &mut body,
+        };
+        let reading = |e| Fatal(io("reading the body".into(), e));
         if status == 204 || status == 304 || (100..200).contains(&status) {
             // No body.
         } else if chunked {
-            read_chunked(conn, &mut body).map_err(Fatal)?;
+            read_chunked(conn, out).map_err(Fatal)?;
         } else if let Some(n) = length {
-            body.resize(n, 0);
-            conn.read_exact(&mut body)
-                .map_err(|e| Fatal(io("reading the body".into(), e)))?;
+            let copied = std::io::copy(&mut conn.by_ref().take(n as u64), out).map_err(reading)?;
+            if copied != n as u64 {
+                return Err(Fatal(Error::Protocol(format!(
+                    "connection closed after {copied} of {n} body bytes"
+                ))));
+            }
         } else {
-            conn.read_to_end(&mut body)
-                .map_err(|e| Fatal(io("reading the body".into(), e)))?;
+            std::io::copy(conn, out).map_err(reading)?;
             keep_alive = false;
         }
         Ok((Response { status, body }, keep_alive))
@@ -407,7 +442,7 @@ fn read_line(conn: &mut BufReader<Stream>, line: &mut Vec<u8>) -> Result<usize, 
     Ok(n)
 }
 
-fn read_chunked(conn: &mut BufReader<Stream>, body: &mut Vec<u8>) -> Result<(), Error> {
+fn read_chunked(conn: &mut BufReader<Stream>, body: &mut dyn Write) -> Result<(), Error> {
     let mut line = Vec::new();
     loop {
         if read_line(conn, &mut line)? == 0 {
@@ -427,10 +462,11 @@ fn read_chunked(conn: &mut BufReader<Stream>, body: &mut Vec<u8>) -> Result<(), 
                 }
             }
         }
-        let at = body.len();
-        body.resize(at + size, 0);
-        conn.read_exact(&mut body[at..])
+        let copied = std::io::copy(&mut conn.by_ref().take(size as u64), body)
             .map_err(|e| io("reading a chunk".into(), e))?;
+        if copied != size as u64 {
+            return Err(Error::Protocol("connection closed inside a chunk".into()));
+        }
         read_line(conn, &mut line)?; // the CRLF after the chunk
     }
 }

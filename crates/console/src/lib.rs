@@ -19,6 +19,7 @@
 pub mod advisor;
 pub mod api;
 mod assets;
+mod backup;
 pub mod error;
 mod keys;
 pub mod metrics;
@@ -55,6 +56,9 @@ pub struct Console {
     pub default_instance: String,
     /// Who may use the API and `/metrics` (the server's principals).
     pub gatekeeper: Arc<dyn Gatekeeper>,
+    /// Files of the data directory a backup carries besides the store (the
+    /// principals file); a missing one is left out.
+    pub backup_files: Vec<PathBuf>,
 }
 
 /// Who may use the console's API and `/metrics`: the pages and assets are static and
@@ -72,6 +76,9 @@ pub struct Visitor {
     /// the advisor, the metrics (a principal of scope `All`, or anyone while
     /// authentication is off).
     pub whole_server: bool,
+    /// Whether it may take a backup: an administrator of the whole server (or
+    /// anyone while authentication is off).
+    pub admin: bool,
     /// Which tables its SQL may read (`None`: all).
     pub tables: Option<Arc<dyn almanac_sql::catalog::TableAccess>>,
 }
@@ -115,6 +122,7 @@ pub fn router(console: Arc<Console>) -> Router {
                 .route("/api/sql", post(api::sql))
                 .route("/api/keyvis", get(api::keyvis))
                 .route("/api/lint", get(advisor::lint_handler))
+                .route("/api/backup", get(backup::backup))
                 .route_layer(axum::middleware::from_fn_with_state(
                     Arc::clone(&console),
                     admitted,

@@ -43,6 +43,19 @@ const COPYING_TAG: u8 = b'c';
 /// limit), so a table of large values is copied in bounded memory.
 const COPY_BATCH_BYTES: usize = 32 * 1024 * 1024;
 
+/// The end of a holder whose copies are backups (named `HOLDER/ID`); other holders'
+/// copies are snapshots (named `HOLDER/snapshots/ID`).
+pub const BACKUPS_HOLDER_SUFFIX: &str = "/backups";
+
+/// What a copy held by `holder` is called, and its full name, for errors.
+fn label(holder: &str, id: &str) -> (&'static str, String) {
+    if holder.ends_with(BACKUPS_HOLDER_SUFFIX) {
+        ("backup", format!("{holder}/{id}"))
+    } else {
+        ("snapshot", format!("{holder}/snapshots/{id}"))
+    }
+}
+
 /// A saved copy of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SavedCopy {
@@ -135,7 +148,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// Decodes a saved copy stored under `key`: the copy and its table record.
-fn decode(key: &[u8], bytes: &[u8]) -> Result<(SavedCopy, TableMeta)> {
+pub fn decode(key: &[u8], bytes: &[u8]) -> Result<(SavedCopy, TableMeta)> {
     let body = key
         .strip_prefix(&[COPY_TAG])
         .ok_or_else(|| Error::Corrupt("not a saved copy key".into()))?;
@@ -190,47 +203,101 @@ impl Engine {
         expires_us: Option<i64>,
         note: Vec<u8>,
     ) -> Result<SavedCopy> {
-        let key = copy_key(holder, id);
         let (source, new_id, snapshot) = {
             let mut cat = self.catalog_mut()?;
             let source = Arc::clone(cat.get(instance, name)?);
-            self.refuse_existing_copy(&key, id)?;
+            self.refuse_existing_copy(holder, id)?;
             let new_id = self.reserve_table_id(&mut cat)?;
             (source, new_id, self.inner.db.snapshot())
         };
-        let bytes = self.copy_cells(&snapshot, source.id, new_id, false)?;
-        drop(snapshot);
-        let mut meta = (*source).clone();
-        meta.id = new_id;
-        meta.deletion_protection = false;
         let copy = SavedCopy {
             holder: holder.to_owned(),
             id: id.to_owned(),
             source: source.info(),
             created_us: self.now_us(),
             expires_us,
-            bytes,
+            bytes: 0,
             note,
             table_id: new_id,
         };
+        self.write_copy(&snapshot, (*source).clone(), copy)
+    }
+
+    /// Copies saved copy `id` of `holder` into a new saved copy `to_id` held by
+    /// `to_holder`, expiring at `expires_us`, with `note`: the same cells, schema,
+    /// source and creation time.
+    pub fn duplicate_copy(
+        &self,
+        holder: &str,
+        id: &str,
+        to_holder: &str,
+        to_id: &str,
+        expires_us: Option<i64>,
+        note: Vec<u8>,
+    ) -> Result<SavedCopy> {
+        let (source, meta, new_id, snapshot) = {
+            let mut cat = self.catalog_mut()?;
+            let (source, meta) = self.saved_copy_meta(holder, id)?;
+            self.refuse_existing_copy(to_holder, to_id)?;
+            let new_id = self.reserve_table_id(&mut cat)?;
+            (source, meta, new_id, self.inner.db.snapshot())
+        };
+        let copy = SavedCopy {
+            holder: to_holder.to_owned(),
+            id: to_id.to_owned(),
+            expires_us,
+            bytes: 0,
+            note,
+            table_id: new_id,
+            ..source
+        };
+        self.write_copy(&snapshot, meta, copy)
+    }
+
+    /// Writes the cells of `meta`'s table in `snapshot` under `copy`'s table id, then
+    /// publishes `copy` (unless another copy took its name meanwhile).
+    fn write_copy(
+        &self,
+        snapshot: &fjall::Snapshot,
+        mut meta: TableMeta,
+        mut copy: SavedCopy,
+    ) -> Result<SavedCopy> {
+        copy.bytes = self.copy_cells(snapshot, meta.id, copy.table_id, false)?;
+        meta.id = copy.table_id;
+        meta.deletion_protection = false;
         let _cat = self.catalog_mut()?;
-        if let Err(e) = self.refuse_existing_copy(&key, id) {
-            self.abandon_copy(new_id)?;
+        if let Err(e) = self.refuse_existing_copy(&copy.holder, &copy.id) {
+            self.abandon_copy(copy.table_id)?;
             return Err(e);
         }
         let mut batch = self.inner.db.batch();
-        batch.remove(&self.inner.meta, copying_key(new_id));
-        batch.insert(&self.inner.meta, key, encode(&copy, &meta));
+        batch.remove(&self.inner.meta, copying_key(copy.table_id));
+        batch.insert(&self.inner.meta, copy.meta_key(), encode(&copy, &meta));
         self.commit(batch)?;
         Ok(copy)
     }
 
-    fn refuse_existing_copy(&self, key: &[u8], id: &str) -> Result<()> {
-        if self.inner.meta.get(key)?.is_some() {
-            return Err(Error::AlreadyExists {
-                kind: "snapshot",
-                name: id.to_owned(),
-            });
+    /// Sets when saved copy `id` of `holder` expires (never with `None`).
+    pub fn set_copy_expiry(
+        &self,
+        holder: &str,
+        id: &str,
+        expires_us: Option<i64>,
+    ) -> Result<SavedCopy> {
+        let _cat = self.catalog_mut()?;
+        let (mut copy, meta) = self.saved_copy_meta(holder, id)?;
+        copy.expires_us = expires_us;
+        self.inner
+            .meta
+            .insert(copy.meta_key(), encode(&copy, &meta))?;
+        self.sync()?;
+        Ok(copy)
+    }
+
+    fn refuse_existing_copy(&self, holder: &str, id: &str) -> Result<()> {
+        if self.inner.meta.get(copy_key(holder, id))?.is_some() {
+            let (kind, name) = label(holder, id);
+            return Err(Error::AlreadyExists { kind, name });
         }
         Ok(())
     }
@@ -258,9 +325,9 @@ impl Engine {
 
     fn saved_copy_meta(&self, holder: &str, id: &str) -> Result<(SavedCopy, TableMeta)> {
         let key = copy_key(holder, id);
-        let missing = || Error::NotFound {
-            kind: "snapshot",
-            name: format!("{holder}/snapshots/{id}"),
+        let missing = || {
+            let (kind, name) = label(holder, id);
+            Error::NotFound { kind, name }
         };
         let bytes = self.inner.meta.get(&key)?.ok_or_else(missing)?;
         let (copy, meta) = decode(&key, &bytes)?;

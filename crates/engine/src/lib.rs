@@ -38,6 +38,7 @@ pub mod changes;
 pub mod clock;
 mod copies;
 mod db;
+pub mod dump;
 mod durability;
 mod error;
 pub mod filter;
@@ -59,10 +60,19 @@ pub mod warning;
 mod write;
 
 pub use cell::{Cell, Row};
-pub use copies::SavedCopy;
+pub use copies::{BACKUPS_HOLDER_SUFFIX, SavedCopy};
 pub use db::{DropRows, Engine, Options};
+pub use dump::{DumpSummary, check_dump, load_dump};
 pub use durability::{Durability, SyncSink};
 pub use error::{Error, Result};
 pub use read::{ReadRequest, ReadStats, RowStream};
 pub use warning::{Warning, WarningSink};
 pub use write::{RowMutations, Unsynced};
+
+// Decoders of stored records, public for the fuzz targets in `fuzz/` only.
+#[doc(hidden)]
+pub use catalog::decode_table;
+#[doc(hidden)]
+pub use copies::decode as decode_saved_copy;
+#[doc(hidden)]
+pub use lifecycle::decode_deleted;

@@ -21,7 +21,7 @@ use crate::names::{self, TableName};
 use crate::namespaces::{Registry, mask_paths};
 use crate::operations::done;
 use crate::status::{IntoStatus, invalid};
-use crate::{convert, iam as policies, snapshots};
+use crate::{backups, convert, iam as policies, snapshots};
 
 /// Tables per ListTables page when the caller sets no page size.
 const DEFAULT_PAGE_SIZE: usize = 1_000;
@@ -564,6 +564,151 @@ impl BigtableTableAdmin for TableAdminService {
             finish_time: self.now(),
         };
         Ok(Response::new(done(&table.name, &meta, &table)))
+    }
+
+    async fn create_backup(
+        &self,
+        request: Request<pb::CreateBackupRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.backups.create",
+            &request.get_ref().parent,
+        )?;
+        let req = request.into_inner();
+        let start = self.now();
+        let backup = self.run(move |e, r| backups::create(e, r, &req)).await?;
+        let meta = pb::CreateBackupMetadata {
+            name: backup.name.clone(),
+            source_table: backup.source_table.clone(),
+            start_time: start,
+            end_time: self.now(),
+        };
+        Ok(Response::new(done(&backup.name, &meta, &backup)))
+    }
+
+    async fn get_backup(
+        &self,
+        request: Request<pb::GetBackupRequest>,
+    ) -> Result<Response<pb::Backup>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.backups.get",
+            &request.get_ref().name,
+        )?;
+        let name = request.into_inner().name;
+        Ok(Response::new(
+            self.run(move |e, r| backups::get(e, r, &name)).await?,
+        ))
+    }
+
+    async fn update_backup(
+        &self,
+        request: Request<pb::UpdateBackupRequest>,
+    ) -> Result<Response<pb::Backup>, Status> {
+        let name = request
+            .get_ref()
+            .backup
+            .as_ref()
+            .map(|b| b.name.clone())
+            .unwrap_or_default();
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.backups.update",
+            &name,
+        )?;
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, r| backups::update(e, r, &req)).await?,
+        ))
+    }
+
+    async fn delete_backup(
+        &self,
+        request: Request<pb::DeleteBackupRequest>,
+    ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.backups.delete",
+            &request.get_ref().name,
+        )?;
+        let name = request.into_inner().name;
+        self.run(move |e, r| backups::delete(e, r, &name)).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn list_backups(
+        &self,
+        request: Request<pb::ListBackupsRequest>,
+    ) -> Result<Response<pb::ListBackupsResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.backups.list",
+            &request.get_ref().parent,
+        )?;
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, r| backups::list(e, r, &req)).await?,
+        ))
+    }
+
+    async fn restore_table(
+        &self,
+        request: Request<pb::RestoreTableRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.tables.create",
+            &request.get_ref().parent,
+        )?;
+        // The backup may be another instance's: restoring it needs its own permission.
+        if let Some(pb::restore_table_request::Source::Backup(b)) = &request.get_ref().source {
+            crate::auth::check_named(&request, Action::Read, "bigtable.backups.restore", b)?;
+        }
+        let req = request.into_inner();
+        let name = format!("{}/tables/{}", req.parent, req.table_id);
+        let (info, backup) = self.run(move |e, r| backups::restore(e, r, &req)).await?;
+        let table = table_proto(&info, pb::table::View::SchemaView as i32);
+        let meta = pb::RestoreTableMetadata {
+            name: name.clone(),
+            source_type: pb::RestoreSourceType::Backup as i32,
+            source_info: Some(pb::restore_table_metadata::SourceInfo::BackupInfo(backup)),
+            optimize_table_operation_name: String::new(),
+            progress: Some(backups::finished()),
+        };
+        Ok(Response::new(done(&name, &meta, &table)))
+    }
+
+    async fn copy_backup(
+        &self,
+        request: Request<pb::CopyBackupRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.backups.create",
+            &request.get_ref().parent,
+        )?;
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.backups.read",
+            &request.get_ref().source_backup,
+        )?;
+        let req = request.into_inner();
+        let (backup, source) = self.run(move |e, r| backups::copy(e, r, &req)).await?;
+        let meta = pb::CopyBackupMetadata {
+            name: backup.name.clone(),
+            source_backup_info: Some(source),
+            progress: Some(backups::finished()),
+        };
+        Ok(Response::new(done(&backup.name, &meta, &backup)))
     }
 
     async fn get_iam_policy(

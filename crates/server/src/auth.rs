@@ -327,12 +327,16 @@ pub fn action_of(permission: &str) -> Action {
 impl almanac_console::Gatekeeper for Gate {
     fn admit(&self, authorization: Option<&str>) -> Result<almanac_console::Visitor, String> {
         let caller = self.bearer(authorization).map_err(|e| e.to_string())?;
-        let whole_server = match &caller {
-            Caller::Anyone => true,
-            Caller::Principal(p) => p.scope == almanac_auth::Scope::All,
+        let (whole_server, admin) = match &caller {
+            Caller::Anyone => (true, true),
+            Caller::Principal(p) => {
+                let all = p.scope == almanac_auth::Scope::All;
+                (all, all && p.role == almanac_auth::Role::Admin)
+            }
         };
         Ok(almanac_console::Visitor {
             whole_server,
+            admin,
             tables: caller.table_access(),
         })
     }

@@ -31,6 +31,7 @@
 
 mod admin;
 pub mod auth;
+mod backups;
 mod change_stream;
 mod chunks;
 mod coalesce;
@@ -63,6 +64,9 @@ use almanac_engine::Engine;
 use tokio::net::TcpListener;
 
 use crate::auth::Authenticated;
+/// The Data API's service, for the fuzz targets in `fuzz/` (not an API).
+#[doc(hidden)]
+pub use crate::data::DataService;
 use crate::measured::Measured;
 pub use crate::node::{Compaction, Node, NodeConfig, compact};
 pub use crate::shards::ShardError;

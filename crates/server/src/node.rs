@@ -282,6 +282,7 @@ impl Node {
                 data_dir: self.data_dir.clone(),
                 default_instance: crate::DEFAULT_CONSOLE_INSTANCE.to_owned(),
                 gatekeeper: Arc::clone(&self.gate) as Arc<dyn almanac_console::Gatekeeper>,
+                backup_files: vec![self.data_dir.join(almanac_auth::PRINCIPALS_FILE)],
             });
             tokio::spawn(almanac_console::serve(
                 console,

@@ -123,7 +123,10 @@ pub fn list(
         .saved_copies(&holder)
         .status()?
         .iter()
-        .filter(|c| cluster == "-" || c.holder == holder)
+        .filter(|c| {
+            (cluster == "-" && !c.holder.ends_with(almanac_engine::BACKUPS_HOLDER_SUFFIX))
+                || c.holder == holder
+        })
         .map(proto)
         .filter(|s| req.page_token.is_empty() || s.name > req.page_token)
         .collect();
