@@ -21,7 +21,7 @@ use crate::names::{self, TableName};
 use crate::namespaces::{Registry, mask_paths};
 use crate::operations::done;
 use crate::status::{IntoStatus, invalid};
-use crate::{backups, convert, iam as policies, snapshots};
+use crate::{backups, convert, iam as policies, snapshots, views};
 
 /// Tables per ListTables page when the caller sets no page size.
 const DEFAULT_PAGE_SIZE: usize = 1_000;
@@ -239,7 +239,11 @@ impl BigtableTableAdmin for TableAdminService {
         )?;
         let name = names::table(&request.get_ref().name)?;
         let engine = self.engine.clone();
-        blocking(move || engine.delete_table(&name.instance, &name.table).status()).await?;
+        blocking(move || {
+            engine.delete_table(&name.instance, &name.table).status()?;
+            views::drop_all(&engine, &name.full())
+        })
+        .await?;
         Ok(Response::new(()))
     }
 
@@ -709,6 +713,103 @@ impl BigtableTableAdmin for TableAdminService {
             progress: Some(backups::finished()),
         };
         Ok(Response::new(done(&backup.name, &meta, &backup)))
+    }
+
+    async fn create_authorized_view(
+        &self,
+        request: Request<pb::CreateAuthorizedViewRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.authorizedViews.create",
+            &request.get_ref().parent,
+        )?;
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let view = self.run(move |e, _| views::create(e, &req)).await?;
+        let meta = pb::CreateAuthorizedViewMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&view.name, &meta, &view)))
+    }
+
+    async fn list_authorized_views(
+        &self,
+        request: Request<pb::ListAuthorizedViewsRequest>,
+    ) -> Result<Response<pb::ListAuthorizedViewsResponse>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.authorizedViews.list",
+            &request.get_ref().parent,
+        )?;
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, _| views::list(e, &req)).await?,
+        ))
+    }
+
+    async fn get_authorized_view(
+        &self,
+        request: Request<pb::GetAuthorizedViewRequest>,
+    ) -> Result<Response<pb::AuthorizedView>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Read,
+            "bigtable.authorizedViews.get",
+            &request.get_ref().name,
+        )?;
+        let req = request.into_inner();
+        Ok(Response::new(
+            self.run(move |e, _| views::get(e, &req)).await?,
+        ))
+    }
+
+    async fn update_authorized_view(
+        &self,
+        request: Request<pb::UpdateAuthorizedViewRequest>,
+    ) -> Result<Response<Operation>, Status> {
+        let name = request
+            .get_ref()
+            .authorized_view
+            .as_ref()
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.authorizedViews.update",
+            &name,
+        )?;
+        let req = request.into_inner();
+        let start = self.now();
+        let original = req.clone();
+        let view = self.run(move |e, _| views::update(e, &req)).await?;
+        let meta = pb::UpdateAuthorizedViewMetadata {
+            original_request: Some(original),
+            request_time: start,
+            finish_time: self.now(),
+        };
+        Ok(Response::new(done(&view.name, &meta, &view)))
+    }
+
+    async fn delete_authorized_view(
+        &self,
+        request: Request<pb::DeleteAuthorizedViewRequest>,
+    ) -> Result<Response<()>, Status> {
+        crate::auth::check_named(
+            &request,
+            Action::Administer,
+            "bigtable.authorizedViews.delete",
+            &request.get_ref().name,
+        )?;
+        let req = request.into_inner();
+        self.run(move |e, _| views::delete(e, &req)).await?;
+        Ok(Response::new(()))
     }
 
     async fn get_iam_policy(

@@ -19,8 +19,8 @@ use tonic::{Request, Response, Status};
 use crate::chunks::Framing;
 use crate::committer::Committer;
 use crate::convert;
-use crate::names;
 use crate::status::{IntoStatus, invalid, to_rpc_status};
+use crate::{names, views};
 
 /// The Data API over one engine.
 #[derive(Clone)]
@@ -129,7 +129,8 @@ impl Bigtable for DataService {
                 "ReadRows on materialized views is not supported by Almanac",
             ));
         }
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
         if req.rows_limit < 0 {
             return Err(invalid(format!(
                 "rows_limit must not be negative, got {}",
@@ -139,8 +140,16 @@ impl Bigtable for DataService {
         let filter = req.filter.as_ref().map(convert::filter).transpose()?;
         let full_stats = req.request_stats_view
             == pb::read_rows_request::RequestStatsView::RequestStatsFull as i32;
+        let mut rows = convert::row_set(req.rows.as_ref());
+        let filter = match &target.view {
+            Some(view) => {
+                rows = view.narrow(rows);
+                Some(view.restrict(filter))
+            }
+            None => filter,
+        };
         let read = ReadRequest {
-            rows: convert::row_set(req.rows.as_ref()),
+            rows,
             filter,
             limit: (req.rows_limit > 0).then_some(req.rows_limit as u64),
             reversed: req.reversed,
@@ -163,7 +172,8 @@ impl Bigtable for DataService {
             ),
         )?;
         let req = request.into_inner();
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
         let range = match &req.row_range {
             None => RowRange::all(),
             Some(r) => {
@@ -184,6 +194,7 @@ impl Bigtable for DataService {
         .await?;
         let items: Vec<Result<pb::SampleRowKeysResponse, Status>> = samples
             .into_iter()
+            .filter(|(k, _)| target.view.as_ref().is_none_or(|v| v.shows_key(k)))
             .map(|(k, off)| {
                 Ok(pb::SampleRowKeysResponse {
                     row_key: Bytes::from(k),
@@ -208,8 +219,12 @@ impl Bigtable for DataService {
             ),
         )?;
         let req = request.into_inner();
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
         let muts = convert::mutations(&req.mutations)?;
+        if let Some(view) = &target.view {
+            view.check_mutations(&req.row_key, &muts)?;
+        }
         self.committer
             .write(move |engine| {
                 engine
@@ -234,13 +249,21 @@ impl Bigtable for DataService {
             ),
         )?;
         let req = request.into_inner();
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
-        // A malformed entry fails alone, like any other per-entry error.
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
+        // A malformed entry, or one outside the view, fails alone, like any other
+        // per-entry error.
         let mut good: Vec<RowMutations> = Vec::with_capacity(req.entries.len());
         let mut malformed: Vec<Option<almanac_api::google::rpc::Status>> =
             Vec::with_capacity(req.entries.len());
         for e in req.entries {
-            match convert::mutations(&e.mutations) {
+            let converted = convert::mutations(&e.mutations).and_then(|m| {
+                if let Some(view) = &target.view {
+                    view.check_mutations(&e.row_key, &m)?;
+                }
+                Ok(m)
+            });
+            match converted {
                 Ok(mutations) => {
                     good.push(RowMutations {
                         key: e.row_key.to_vec(),
@@ -307,14 +330,20 @@ impl Bigtable for DataService {
             ),
         )?;
         let req = request.into_inner();
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
-        let predicate = req
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
+        let mut predicate = req
             .predicate_filter
             .as_ref()
             .map(convert::filter)
             .transpose()?;
         let on_match = convert::mutations(&req.true_mutations)?;
         let on_miss = convert::mutations(&req.false_mutations)?;
+        if let Some(view) = &target.view {
+            view.check_mutations(&req.row_key, &on_match)?;
+            view.check_mutations(&req.row_key, &on_miss)?;
+            predicate = Some(view.restrict(predicate));
+        }
         let matched = self
             .committer
             .write(move |engine| {
@@ -357,12 +386,16 @@ impl Bigtable for DataService {
             ),
         )?;
         let req = request.into_inner();
-        let name = names::data_table(&req.table_name, &req.authorized_view_name)?;
+        let target = views::resolve(&self.engine, &req.table_name, &req.authorized_view_name)?;
+        let name = target.table;
         let rules = req
             .rules
             .iter()
             .map(convert::rmw_rule)
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(view) = &target.view {
+            view.check_rules(&req.row_key, &rules)?;
+        }
         let row = self
             .committer
             .write(move |engine| {

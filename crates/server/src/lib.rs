@@ -53,6 +53,7 @@ mod snapshots;
 mod status;
 pub mod timestream;
 mod unimplemented;
+mod views;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -49,17 +49,6 @@ pub fn table(name: &str) -> Result<TableName, Status> {
     }
 }
 
-/// The table name of a data request; authorized and materialized views are not
-/// supported, and say so.
-pub fn data_table(table_name: &str, authorized_view: &str) -> Result<TableName, Status> {
-    if !authorized_view.is_empty() && table_name.is_empty() {
-        return Err(Status::unimplemented(
-            "authorized views are not supported by Almanac yet",
-        ));
-    }
-    table(table_name)
-}
-
 /// The name a data request acts on: its table, or the authorized view it names.
 pub fn requested_table<'a>(table_name: &'a str, authorized_view: &'a str) -> &'a str {
     if table_name.is_empty() {
