@@ -76,6 +76,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = budget::DEFAULT_TIME_LIMIT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     query_time_limit_secs: u64,
+    /// MiB the data directory's filesystem keeps free: writes are refused (gRPC
+    /// RESOURCE_EXHAUSTED, Timestream ThrottlingException) while less is free, and
+    /// resume once space is freed; reads go on. 0 never refuses.
+    #[arg(long, default_value_t = almanac_engine::limits::DEFAULT_MIN_FREE_DISK_BYTES >> 20)]
+    min_free_disk_mib: u64,
     /// PEM certificate chain (leaf first) every listener serves TLS with: gRPC,
     /// Timestream and the console. Needs --tls-key.
     #[arg(long, requires = "tls_key")]
@@ -152,6 +157,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         console_addr,
         tls,
         key_visualizer: args.key_visualizer == "on",
+        min_free_bytes: args.min_free_disk_mib.saturating_mul(1 << 20),
         query_limits: QueryLimits {
             time_limit: Duration::from_secs(args.query_time_limit_secs),
             ..QueryLimits::with_memory(

@@ -311,7 +311,8 @@ impl<'a> Cursor<'a> {
 }
 
 /// Decodes the change stored under `key`.
-pub(crate) fn decode(key: &[u8], bytes: &[u8]) -> Result<ChangeRecord> {
+#[doc(hidden)]
+pub fn decode(key: &[u8], bytes: &[u8]) -> Result<ChangeRecord> {
     let mut c = Cursor(bytes);
     let version = c.u8()?;
     if version != RECORD_VERSION {

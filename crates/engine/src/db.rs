@@ -73,6 +73,9 @@ pub struct Options {
     /// Count reads and writes by key range for Key Visualizer ([`crate::access`]);
     /// engine-wide totals are counted either way.
     pub count_access: bool,
+    /// Data writes are refused while the data directory's filesystem has less free
+    /// space than this ([`crate::space`]); 0 never refuses.
+    pub min_free_bytes: u64,
 }
 
 impl Default for Options {
@@ -87,6 +90,7 @@ impl Default for Options {
             undelete_window: Duration::from_secs(crate::limits::DEFAULT_UNDELETE_WINDOW_SECS),
             on_sync: None,
             count_access: true,
+            min_free_bytes: crate::limits::DEFAULT_MIN_FREE_DISK_BYTES,
         }
     }
 }
@@ -128,6 +132,7 @@ pub(crate) struct Inner {
     pub undelete_window: Duration,
     /// Read and write counters, engine-wide and by key range ([`crate::access`]).
     pub access: crate::access::AccessLog,
+    pub space: crate::space::SpaceGuard,
 }
 
 /// A handle to an open data directory. Cheap to clone; all clones share one engine.
@@ -195,6 +200,10 @@ impl Engine {
             row_sizes: crate::rowsize::RowSizes::default(),
             undelete_window: options.undelete_window,
             access: crate::access::AccessLog::new(options.count_access),
+            space: crate::space::SpaceGuard::new(
+                path.as_ref().to_path_buf(),
+                options.min_free_bytes,
+            ),
         });
         Self {
             inner: Arc::clone(&inner),

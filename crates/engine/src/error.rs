@@ -34,6 +34,10 @@ pub enum Error {
     /// A quota such as tables per instance is used up. (gRPC `RESOURCE_EXHAUSTED`.)
     #[error("{0}")]
     Exhausted(String),
+    /// The data directory's filesystem is below its free-space reserve; the write was
+    /// not made and may be retried once space is freed. (gRPC `RESOURCE_EXHAUSTED`.)
+    #[error("{0}")]
+    DiskFull(String),
     /// The request is well formed but the stored state forbids it (gRPC `FAILED_PRECONDITION`).
     #[error("{0}")]
     Precondition(String),

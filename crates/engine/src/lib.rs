@@ -55,6 +55,7 @@ pub mod rowset;
 mod rowsize;
 pub mod sample;
 pub mod schema;
+mod space;
 pub mod validate;
 pub mod warning;
 mod write;

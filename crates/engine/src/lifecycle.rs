@@ -38,7 +38,7 @@ pub(crate) fn encode_deleted(deleted_us: i64, meta: &TableMeta) -> Vec<u8> {
 }
 
 /// Decodes a deleted table stored under `key`: (deletion time, table).
-pub(crate) fn decode_deleted(key: &[u8], bytes: &[u8]) -> Result<(i64, TableMeta)> {
+pub fn decode_deleted(key: &[u8], bytes: &[u8]) -> Result<(i64, TableMeta)> {
     let (time, record) = bytes
         .split_first_chunk::<8>()
         .ok_or_else(|| Error::Corrupt("deleted table record truncated".into()))?;

@@ -61,3 +61,7 @@ const _: () = assert!(
 );
 /// Microseconds per millisecond: tables with MILLIS granularity accept multiples of this.
 pub const MICROS_PER_MILLI: i64 = 1_000;
+
+/// Free space the data directory's filesystem keeps by default: data writes are
+/// refused below it (`serve --min-free-disk-mib`).
+pub const DEFAULT_MIN_FREE_DISK_BYTES: u64 = 256 * 1024 * 1024;

@@ -385,6 +385,7 @@ impl<'a> Applier<'a> {
         let mut reservation = None;
         if written {
             let inner = &self.engine.inner;
+            inner.space.check()?;
             let mut b = inner.db.batch();
             for (k, v) in self.batch {
                 match v {

@@ -84,6 +84,9 @@ pub struct NodeConfig {
     pub query_limits: almanac_sql::QueryLimits,
     /// The certificate and key every listener serves TLS with; plain text without.
     pub tls: Option<almanac_console::TlsIdentity>,
+    /// Free space the data directory's filesystem keeps: data writes are refused
+    /// below it.
+    pub min_free_bytes: u64,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -111,6 +114,7 @@ impl NodeConfig {
             key_visualizer: true,
             query_limits: almanac_sql::QueryLimits::default(),
             tls: None,
+            min_free_bytes: almanac_engine::limits::DEFAULT_MIN_FREE_DISK_BYTES,
         }
     }
 }
@@ -159,6 +163,7 @@ impl Node {
             key_visualizer,
             query_limits,
             tls,
+            min_free_bytes,
         } = config;
         let metrics = Metrics::new();
         let gate = crate::auth::Gate::open(&data_dir)?;
@@ -170,6 +175,7 @@ impl Node {
             undelete_window,
             on_warning,
             count_access: key_visualizer,
+            min_free_bytes,
             on_sync: Some({
                 let m = Arc::clone(&metrics);
                 Arc::new(move |took| m.group_commit(took))

@@ -10,7 +10,7 @@ pub fn to_status(e: &Error) -> Status {
         Error::Invalid(_) => Code::InvalidArgument,
         Error::NotFound { .. } => Code::NotFound,
         Error::AlreadyExists { .. } => Code::AlreadyExists,
-        Error::Exhausted(_) => Code::ResourceExhausted,
+        Error::Exhausted(_) | Error::DiskFull(_) => Code::ResourceExhausted,
         Error::Precondition(_) => Code::FailedPrecondition,
         Error::Storage(_) => Code::Unavailable,
         Error::Corrupt(_) => Code::DataLoss,

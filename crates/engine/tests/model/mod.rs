@@ -49,7 +49,7 @@ impl Kind {
             Error::Invalid(_) => Kind::Invalid,
             Error::NotFound { .. } => Kind::NotFound,
             Error::AlreadyExists { .. } => Kind::AlreadyExists,
-            Error::Exhausted(_) => Kind::Exhausted,
+            Error::Exhausted(_) | Error::DiskFull(_) => Kind::Exhausted,
             Error::Precondition(_) => Kind::Precondition,
             Error::Storage(_) => Kind::Storage,
             Error::Corrupt(_) => Kind::Corrupt,

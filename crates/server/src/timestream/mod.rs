@@ -39,6 +39,11 @@ mod scheduled_ops;
 mod wire;
 mod write_ops;
 
+#[doc(hidden)]
+pub use query_ops::answer_from_cache;
+#[doc(hidden)]
+pub use results::{Header, Limits, ResultCache, Rows};
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -314,6 +319,10 @@ fn series_error(e: Error) -> ApiError {
             );
             err.extra = Some(("RejectedRecords", Json::Array(list)));
             err
+        }
+        Error::Store(almanac_engine::Error::DiskFull(m)) => {
+            // botocore retries a ThrottlingException with backoff, as it should here.
+            ApiError::new(StatusCode::BAD_REQUEST, "ThrottlingException", m)
         }
         e @ (Error::Store(_) | Error::Corrupt(_)) => internal(e.to_string()),
     }

@@ -43,7 +43,7 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 
 use super::query_wire::{self, QueryRequest};
-use super::results::{Ended, Header, Page, Rows};
+use super::results::{Ended, Header, Page, ResultCache, Rows};
 use super::{App, OpError, RequestContext};
 use crate::auth::Caller;
 
@@ -90,17 +90,46 @@ pub async fn handle(
     op: QueryOp,
     body: &[u8],
 ) -> Result<String, OpError> {
-    let req: QueryRequest = if body.is_empty() {
-        QueryRequest::default()
-    } else {
-        serde_json::from_slice(body)
-            .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))?
-    };
+    let req = request(body)?;
     match op {
         QueryOp::Query => query(app, cx, caller, &req).await,
         QueryOp::CancelQuery => cancel_query(app, &req),
         QueryOp::PrepareQuery => prepare_query(app, cx, caller, &req).await,
     }
+}
+
+/// The members of a body (an empty body has none).
+fn request(body: &[u8]) -> Result<QueryRequest, OpError> {
+    if body.is_empty() {
+        return Ok(QueryRequest::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| OpError::Request(format!("Malformed request body: {e}")))
+}
+
+/// `Query` and `CancelQuery` as far as they go without SQL, for the fuzz target
+/// `fuzz/fuzz_targets/timestream_query.rs` (not an API): the body read and checked as
+/// [`handle`] and [`query`] read it, then the page at its `NextToken` answered from
+/// `cache`, or without one, its `QueryId` cancelled there.
+#[doc(hidden)]
+pub fn answer_from_cache(
+    cache: &mut ResultCache,
+    body: &[u8],
+    now: Instant,
+) -> Result<String, OpError> {
+    let req = request(body)?;
+    if req.next_token.is_none()
+        && let Some(id) = &req.query_id
+    {
+        let ended = cache.cancel(id, now)?;
+        return Ok(json!({ "Ended": ended.map(Ended::reason) }).to_string());
+    }
+    let sql = query_string(&req)?;
+    let max_rows = page_rows(req.max_rows)?;
+    requests::check_client_token(req.client_token.as_deref())?;
+    let token = req.next_token.as_deref().unwrap_or_default();
+    let page = cache.page(token, sql, max_rows, MAX_PAGE_BYTES, now)?;
+    Ok(render(&page))
 }
 
 use almanac_jobs::requests;
