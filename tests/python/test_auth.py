@@ -310,6 +310,17 @@ def test_metadata_statements_show_only_what_the_principal_may_read(secured, ts_t
             for sql in ("SHOW TABLES FROM db2", 'DESCRIBE "db2"."cpu"', "SHOW MEASURES FROM db2.cpu"):
                 code, message = code_of(lambda: q.query(QueryString=sql))
                 assert code == "AccessDeniedException", (sql, code, message)
+            # information_schema names only what the principal may read.
+            rows = q.query(
+                QueryString="SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_schema <> 'information_schema' ORDER BY 1, 2"
+            )["Rows"]
+            assert [[d["ScalarValue"] for d in r["Data"]] for r in rows] == [["db1", "cpu"]]
+            rows = q.query(
+                QueryString="SELECT DISTINCT table_schema FROM information_schema.columns "
+                "WHERE table_schema <> 'information_schema'"
+            )["Rows"]
+            assert [r["Data"][0]["ScalarValue"] for r in rows] == ["db1"]
         finally:
             w.close()
             q.close()

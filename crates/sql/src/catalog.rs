@@ -81,14 +81,38 @@ fn allowed(access: Option<&Arc<dyn TableAccess>>, table: TableRef<'_>) -> DfResu
     }
 }
 
+/// Whether `access` lets the caller see `table` at all (in listings such as
+/// `information_schema`, which must not name what the caller may not read).
+fn visible(access: Option<&Arc<dyn TableAccess>>, table: TableRef<'_>) -> bool {
+    access.is_none_or(|a| a.check(table).is_ok())
+}
+
 impl CatalogProvider for SqlCatalog {
     fn schema_names(&self) -> Vec<String> {
+        let access = self.bigtable.access.as_ref();
         let mut names = vec![BIGTABLE_SCHEMA.to_string()];
         names.extend(
             self.ts
                 .list_databases(None, MAX_LISTED)
                 .into_iter()
-                .map(|d| d.name),
+                .map(|d| d.name)
+                .filter(|db| {
+                    visible(access, TableRef::Database { database: db })
+                        || self
+                            .ts
+                            .list_tables(Some(db), None, MAX_LISTED)
+                            .is_ok_and(|ts| {
+                                ts.iter().any(|t| {
+                                    visible(
+                                        access,
+                                        TableRef::TimeSeries {
+                                            database: db,
+                                            table: &t.name,
+                                        },
+                                    )
+                                })
+                            })
+                }),
         );
         names
     }
@@ -156,7 +180,14 @@ impl SchemaProvider for BigtableTables {
         };
         self.engine
             .list_tables(instance)
-            .map(|ts| ts.into_iter().map(|t| t.name).collect())
+            .map(|ts| {
+                ts.into_iter()
+                    .map(|t| t.name)
+                    .filter(|table| {
+                        visible(self.access.as_ref(), TableRef::Bigtable { instance, table })
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -187,7 +218,20 @@ impl SchemaProvider for DatabaseSchema {
     fn table_names(&self) -> Vec<String> {
         self.ts
             .list_tables(Some(&self.database), None, MAX_LISTED)
-            .map(|ts| ts.iter().map(|t| t.name.clone()).collect())
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| t.name.clone())
+                    .filter(|table| {
+                        visible(
+                            self.access.as_ref(),
+                            TableRef::TimeSeries {
+                                database: &self.database,
+                                table,
+                            },
+                        )
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
