@@ -310,6 +310,12 @@ def test_metadata_statements_show_only_what_the_principal_may_read(secured, ts_t
             for sql in ("SHOW TABLES FROM db2", 'DESCRIBE "db2"."cpu"', "SHOW MEASURES FROM db2.cpu"):
                 code, message = code_of(lambda: q.query(QueryString=sql))
                 assert code == "AccessDeniedException", (sql, code, message)
+            # ListDatabases and ListTables (what Grafana's datasource calls) list only
+            # what the principal may read.
+            names = [d["DatabaseName"] for d in w.list_databases()["Databases"]]
+            assert names == ["db1"], names
+            assert [t["TableName"] for t in w.list_tables(DatabaseName="db1")["Tables"]] == ["cpu"]
+            assert w.list_tables(DatabaseName="db2")["Tables"] == []
             # information_schema names only what the principal may read.
             rows = q.query(
                 QueryString="SELECT table_schema, table_name FROM information_schema.tables "

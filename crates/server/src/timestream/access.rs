@@ -7,12 +7,13 @@
 //! | operations | needs |
 //! |---|---|
 //! | `DescribeEndpoints`, `Query`, `PrepareQuery`, `CancelQuery` | any principal (a query's tables are checked as they are opened) |
-//! | `DescribeDatabase`, `ListTables` | read on the database |
+//! | `ListDatabases`, `ListTables` | any principal: the answer lists only the databases and tables it may read ([`lists_database`], [`lists_table`]) |
+//! | `DescribeDatabase` | read on the database |
 //! | `DescribeTable`, `ListTagsForResource` | read on the table (or database) |
 //! | `WriteRecords` | write on the table |
 //! | `CreateDatabase`, `UpdateDatabase`, `DeleteDatabase` | administer the database |
 //! | `CreateTable`, `UpdateTable`, `DeleteTable`, `TagResource`, `UntagResource` | administer the table (or database) |
-//! | `ListDatabases`, scheduled queries, batch loads, account settings | the server as a whole: a principal of scope `All` |
+//! | scheduled queries, batch loads, account settings | the server as a whole: a principal of scope `All` |
 
 use almanac_auth::sigv4::SigError;
 use almanac_auth::{Action, Denied, Resource};
@@ -20,6 +21,9 @@ use axum::http::StatusCode;
 
 use super::ApiError;
 use crate::auth::{Caller, Unauthenticated};
+
+/// Tables of a database ListDatabases looks through for one the caller may read.
+const MAX_TABLES_LOOKED_AT: usize = 10_000;
 
 /// The account id ARNs carry (Almanac has no accounts).
 pub const ACCOUNT_ID: &str = "000000000000";
@@ -43,8 +47,9 @@ enum At {
 fn needs(op: &str) -> Needs {
     use Action::{Administer, Read, Write};
     match op {
-        "DescribeEndpoints" | "Query" | "PrepareQuery" | "CancelQuery" => Needs::Nothing,
-        "DescribeDatabase" | "ListTables" => Needs::Action(Read, At::Database),
+        "DescribeEndpoints" | "Query" | "PrepareQuery" | "CancelQuery" | "ListDatabases"
+        | "ListTables" => Needs::Nothing,
+        "DescribeDatabase" => Needs::Action(Read, At::Database),
         "DescribeTable" => Needs::Action(Read, At::Table),
         "ListTagsForResource" => Needs::Action(Read, At::Arn),
         "WriteRecords" => Needs::Action(Write, At::Table),
@@ -53,7 +58,6 @@ fn needs(op: &str) -> Needs {
         }
         "CreateTable" | "UpdateTable" | "DeleteTable" => Needs::Action(Administer, At::Table),
         "TagResource" | "UntagResource" => Needs::Action(Administer, At::Arn),
-        "ListDatabases" => Needs::Action(Read, At::Server),
         _ => Needs::Action(Administer, At::Server),
     }
 }
@@ -94,6 +98,42 @@ pub fn authorize(caller: &Caller, op: &str, body: &[u8]) -> Result<(), Denied> {
         _ => Resource::Server,
     };
     caller.allows(action, &format!("timestream:{op}"), &resource)
+}
+
+/// Whether `caller` sees table `table` of `database` in ListTables: it may read it.
+pub fn lists_table(caller: &Caller, database: &str, table: &str) -> bool {
+    caller
+        .allows(
+            Action::Read,
+            "timestream:ListTables",
+            &Resource::TsTable { database, table },
+        )
+        .is_ok()
+}
+
+/// Whether `caller` sees `database` in ListDatabases: it may read the database, or
+/// one of its tables.
+pub fn lists_database(
+    caller: &Caller,
+    ts: &almanac_timeseries::TimeSeries<almanac_timeseries::EmbeddedStore>,
+    database: &str,
+) -> bool {
+    if caller
+        .allows(
+            Action::Read,
+            "timestream:ListDatabases",
+            &Resource::Database(database),
+        )
+        .is_ok()
+    {
+        return true;
+    }
+    ts.list_tables(Some(database), None, MAX_TABLES_LOOKED_AT)
+        .is_ok_and(|tables| {
+            tables
+                .iter()
+                .any(|t| lists_table(caller, database, &t.name))
+        })
 }
 
 /// `AccessDeniedException`, in IAM's words.

@@ -372,6 +372,7 @@ fn region_of(headers: &HeaderMap) -> Option<String> {
 fn dispatch_write(
     app: &App,
     cx: &RequestContext,
+    caller: &crate::auth::Caller,
     op: &str,
     body: &[u8],
     slot: OwnedSemaphorePermit,
@@ -391,12 +392,12 @@ fn dispatch_write(
         "DescribeEndpoints" => Ok(w::describe_endpoints(app)),
         "CreateDatabase" => w::create_database(app, cx, &req),
         "DescribeDatabase" => w::describe_database(app, cx, &req),
-        "ListDatabases" => w::list_databases(app, cx, &req),
+        "ListDatabases" => w::list_databases(app, cx, caller, &req),
         "UpdateDatabase" => w::update_database(app, cx, &req),
         "DeleteDatabase" => w::delete_database(app, &req),
         "CreateTable" => w::create_table(app, cx, &req),
         "DescribeTable" => w::describe_table(app, cx, &req),
-        "ListTables" => w::list_tables(app, cx, &req),
+        "ListTables" => w::list_tables(app, cx, caller, &req),
         "UpdateTable" => w::update_table(app, cx, &req),
         "DeleteTable" => w::delete_table(app, &req),
         "ListTagsForResource" => w::list_tags_for_resource(app, &req),
@@ -551,7 +552,7 @@ async fn handle_op(app: Arc<App>, signed: &Signed, headers: HeaderMap, body: Byt
         return api_error(OpError::Internal("the write slots are closed".into())).into_response();
     };
     match run_blocking(spare_core, move || {
-        dispatch_write(&app, &cx, &op, &body, slot)
+        dispatch_write(&app, &cx, &caller, &op, &body, slot)
     })
     .await
     {

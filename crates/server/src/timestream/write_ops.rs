@@ -9,7 +9,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::records_json::WriteRequest;
 use super::wire::{self, Request};
-use super::{App, RequestContext};
+use super::{App, RequestContext, access};
+use crate::auth::Caller;
 
 /// The operations of `timestream-write` served here.
 pub const OPERATIONS: [&str; 15] = [
@@ -69,13 +70,22 @@ pub fn describe_database(app: &App, cx: &RequestContext, req: &Request) -> Resul
 }
 
 /// `ListDatabases`: NextToken is the last name of the previous page.
-pub fn list_databases(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn list_databases(
+    app: &App,
+    cx: &RequestContext,
+    caller: &Caller,
+    req: &Request,
+) -> Result<Json> {
     let max = page_size(req)?;
     let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1);
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({
-        "Databases": page.iter().map(|d| wire::database(d, &cx.region)).collect::<Vec<_>>(),
+        "Databases": page
+            .iter()
+            .filter(|d| access::lists_database(caller, &app.ts, &d.name))
+            .map(|d| wire::database(d, &cx.region))
+            .collect::<Vec<_>>(),
     });
     if more && let (Some(last), Some(obj)) = (page.last(), out.as_object_mut()) {
         obj.insert("NextToken".into(), json!(last.name));
@@ -134,7 +144,7 @@ pub fn describe_table(app: &App, cx: &RequestContext, req: &Request) -> Result<J
 
 /// `ListTables` of one database, or of all when DatabaseName is absent. NextToken is
 /// `database/table` of the previous page's last table.
-pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json> {
+pub fn list_tables(app: &App, cx: &RequestContext, caller: &Caller, req: &Request) -> Result<Json> {
     let max = page_size(req)?;
     let after = match req.next_token.as_deref() {
         None => None,
@@ -149,7 +159,11 @@ pub fn list_tables(app: &App, cx: &RequestContext, req: &Request) -> Result<Json
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({
-        "Tables": page.iter().map(|t| wire::table(t, &cx.region, app.ts.store().instance())).collect::<Vec<_>>(),
+        "Tables": page
+            .iter()
+            .filter(|t| access::lists_table(caller, &t.database, &t.name))
+            .map(|t| wire::table(t, &cx.region, app.ts.store().instance()))
+            .collect::<Vec<_>>(),
     });
     if more && let (Some(last), Some(obj)) = (page.last(), out.as_object_mut()) {
         obj.insert(
