@@ -163,8 +163,14 @@ impl<R: Read> Checked<R> {
                 "a dump {what} of {n} bytes is over the limit of {max}"
             )));
         }
-        let mut v = vec![0u8; n];
-        self.take(&mut v)?;
+        // Read as it arrives, so a damaged length fails at the end of the input
+        // instead of allocating what it claims.
+        let mut v = Vec::new();
+        (&mut self.inner).take(n as u64).read_to_end(&mut v)?;
+        if v.len() != n {
+            return Err(Error::Corrupt("the dump ends early".into()));
+        }
+        self.crc = crc32c::crc32c_append(self.crc, &v);
         Ok(v)
     }
 }
