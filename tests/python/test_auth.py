@@ -230,6 +230,49 @@ def test_iam_policies_need_admin(as_, tables):
     assert policy.etag
 
 
+def test_iam_policy_bindings_grant_their_roles(as_, tables):
+    """`one` reads only t1; a binding on t2 lets it write t2, one on instance J lets it
+    read J's tables, and removing them takes both back."""
+    root, one = as_("root"), as_("one")
+    denied(lambda: one.put(tables["t2"], b"k", b"v"), "bigtable.tables.mutateRows")
+    denied(lambda: one.rows(tables["t3"]), "bigtable.tables.readRows")
+
+    from google.cloud.bigtable_admin_v2 import BigtableInstanceAdminClient
+    from google.cloud.bigtable_admin_v2.services.bigtable_instance_admin.transports import (
+        BigtableInstanceAdminGrpcTransport,
+    )
+
+    instances = BigtableInstanceAdminClient(
+        transport=BigtableInstanceAdminGrpcTransport(channel=root.channel)
+    )
+
+    def admin_of(resource: str):
+        return root.admin if "/tables/" in resource else instances
+
+    def bind(resource: str, role: str, member: str):
+        policy = admin_of(resource).get_iam_policy(request={"resource": resource})
+        policy.bindings.add(role=role, members=[member])
+        return admin_of(resource).set_iam_policy(request={"resource": resource, "policy": policy})
+
+    bind(tables["t2"], "roles/bigtable.user", "user:one")
+    bind(J, "roles/bigtable.reader", "principal:one")
+    one.put(tables["t2"], b"granted", b"1")
+    assert (b"granted", b"1") in one.rows(tables["t2"])
+    assert one.rows(tables["t3"]) == [(b"seed", b"0")]
+    denied(lambda: one.put(tables["t3"], b"k", b"v"), "bigtable.tables.mutateRows")  # reader only
+    asked = ["bigtable.tables.readRows", "bigtable.tables.mutateRows", "bigtable.tables.delete"]
+    request = iam_policy_pb2.TestIamPermissionsRequest(resource=tables["t2"], permissions=asked)
+    assert list(one.admin.test_iam_permissions(request=request).permissions) == asked[:2]
+    # A binding for someone else, or a role that does not reach, grants nothing.
+    bind(tables["t1"], "roles/bigtable.admin", "user:writer")
+    bind(tables["t1"], "roles/bigtable.viewer", "user:one")
+    denied(lambda: one.put(tables["t1"], b"k", b"v"), "bigtable.tables.mutateRows")
+    for resource in (tables["t2"], J, tables["t1"]):
+        admin_of(resource).set_iam_policy(request={"resource": resource, "policy": {"bindings": []}})
+    denied(lambda: one.put(tables["t2"], b"k2", b"v"), "bigtable.tables.mutateRows")
+    denied(lambda: one.rows(tables["t3"]), "bigtable.tables.readRows")
+
+
 # ---- Timestream: SigV4 -----------------------------------------------------------------
 
 

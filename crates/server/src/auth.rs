@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use almanac_auth::sigv4::{self, Authorization, ReplayGuard, SigError};
 use almanac_auth::{Action, Denied, Directory, Principal, Resource};
+use almanac_engine::Engine;
 use almanac_sql::catalog::{TableAccess, TableRef};
 use tonic::Status;
 use tonic::body::Body;
@@ -29,8 +30,9 @@ use tonic::server::NamedService;
 pub enum Caller {
     /// Authentication is off (no principal defined): everything is allowed.
     Anyone,
-    /// An authenticated principal.
-    Principal(Arc<Principal>),
+    /// An authenticated principal, and the IAM policies that may grant it more than
+    /// its role ([`crate::grants`]).
+    Principal(Arc<Principal>, crate::grants::Grants),
 }
 
 impl Caller {
@@ -53,7 +55,14 @@ impl Caller {
     ) -> Result<(), Denied> {
         match self {
             Self::Anyone => Ok(()),
-            Self::Principal(p) => almanac_auth::check(p, action, permission, resource),
+            Self::Principal(p, grants) => almanac_auth::check(p, action, permission, resource)
+                .or_else(|denied| {
+                    if grants.allow(&p.name, action, permission, resource) {
+                        Ok(())
+                    } else {
+                        Err(denied)
+                    }
+                }),
         }
     }
 
@@ -82,7 +91,7 @@ impl Caller {
     pub fn table_access(&self) -> Option<Arc<dyn TableAccess>> {
         match self {
             Self::Anyone => None,
-            Self::Principal(_) => Some(Arc::new(self.clone())),
+            Self::Principal(..) => Some(Arc::new(self.clone())),
         }
     }
 }
@@ -119,6 +128,8 @@ pub struct Gate {
     /// server runs, even if the file is emptied or removed (nobody passes until a
     /// principal is made again).
     on: std::sync::atomic::AtomicBool,
+    /// The engine whose IAM policies may grant principals more than their roles.
+    policies: std::sync::OnceLock<Engine>,
 }
 
 /// Why a request is not authenticated.
@@ -139,7 +150,22 @@ impl Gate {
             principals: Directory::open(dir)?,
             replays: ReplayGuard::default(),
             on: std::sync::atomic::AtomicBool::new(false),
+            policies: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// From now on, IAM policies in `engine` may grant principals more than their
+    /// roles (set once the engine is open).
+    pub fn consult_policies(&self, engine: Engine) {
+        let _ = self.policies.set(engine);
+    }
+
+    fn grants(&self) -> crate::grants::Grants {
+        self.policies
+            .get()
+            .cloned()
+            .map(crate::grants::Grants::from)
+            .unwrap_or_default()
     }
 
     /// The principals, or `None` while authentication is off (no principal has
@@ -169,7 +195,7 @@ impl Gate {
             .unwrap_or("");
         principals
             .by_token(token.trim())
-            .map(|p| Caller::Principal(Arc::clone(p)))
+            .map(|p| Caller::Principal(Arc::clone(p), self.grants()))
             .ok_or_else(|| {
                 Unauthenticated::Token(
                     "Request had invalid authentication credentials: the bearer token is not a principal's.".into(),
@@ -199,7 +225,7 @@ impl Gate {
             .ok_or(SigError::UnknownKey)?;
         let at = sigv4::verify(request, &auth, &principal.secret_access_key, now_secs)?;
         self.replays.admit(&auth.signature, at, now_secs)?;
-        Ok(Caller::Principal(Arc::clone(principal)))
+        Ok(Caller::Principal(Arc::clone(principal), self.grants()))
     }
 }
 
@@ -329,7 +355,7 @@ impl almanac_console::Gatekeeper for Gate {
         let caller = self.bearer(authorization).map_err(|e| e.to_string())?;
         let (whole_server, admin) = match &caller {
             Caller::Anyone => (true, true),
-            Caller::Principal(p) => {
+            Caller::Principal(p, _) => {
                 let all = p.scope == almanac_auth::Scope::All;
                 (all, all && p.role == almanac_auth::Role::Admin)
             }

@@ -3,10 +3,10 @@
 //! settings under `{resource}#iam`, with an etag that changes on every write: a
 //! `SetIamPolicy` carrying an older etag is refused with ABORTED, as IAM does.
 //!
-//! Access is granted by principals' roles ([`crate::auth`]); a policy is kept and
-//! returned as set, and its bindings grant nothing by themselves. `TestIamPermissions`
-//! answers the permissions of those asked that the caller's role holds on the
-//! resource (all of them while authentication is off).
+//! Access is granted by principals' roles ([`crate::auth`]) and by the bindings of
+//! these policies ([`crate::grants`]: predefined Bigtable roles for members naming
+//! principals). `TestIamPermissions` answers the permissions of those asked that the
+//! caller holds on the resource (all of them while authentication is off).
 
 use almanac_api::google::iam::v1 as iam;
 use almanac_engine::Engine;

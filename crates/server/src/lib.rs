@@ -40,6 +40,7 @@ mod convert;
 mod crc32c;
 mod data;
 mod execute_query;
+mod grants;
 mod iam;
 mod instance;
 mod measured;

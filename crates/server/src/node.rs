@@ -219,6 +219,7 @@ impl Node {
             Ok::<_, ServeError>((engine, ts, sql, scheduled, batch))
         })
         .await??;
+        gate.consult_policies(engine.clone());
         Ok(Self {
             engine,
             ts,
