@@ -375,6 +375,25 @@ def test_metadata_statements_show_only_what_the_principal_may_read(secured, ts_t
             q.close()
 
 
+def test_query_pages_and_cancellation_belong_to_who_ran_the_query(secured, ts_tables):
+    sql = "SELECT x FROM unnest(sequence(1, 50)) AS t(x)"
+    with isolated_aws_env():
+        _, mine = ts_clients(secured, "root")
+        _, theirs = ts_clients(secured, "tsw")
+        try:
+            first = mine.query(QueryString=sql, MaxRows=10)
+            token, query_id = first["NextToken"], first["QueryId"]
+            code, message = code_of(lambda: theirs.query(QueryString=sql, NextToken=token))
+            assert code == "ValidationException" and "not issued" in message, message
+            code, _ = code_of(lambda: theirs.cancel_query(QueryId=query_id))
+            assert code == "ValidationException"
+            assert len(mine.query(QueryString=sql, NextToken=token, MaxRows=10)["Rows"]) == 10
+            assert "cancelled" in mine.cancel_query(QueryId=query_id)["CancellationMessage"]
+        finally:
+            mine.close()
+            theirs.close()
+
+
 def test_boto3_with_wrong_or_unknown_keys_is_refused(secured, ts_tables):
     c = secured.creds["tsw"]
     with isolated_aws_env():

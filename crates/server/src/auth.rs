@@ -79,6 +79,14 @@ impl Caller {
 }
 
 impl Caller {
+    /// The principal's name (empty while authentication is off).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Anyone => "",
+            Self::Principal(p, _) => &p.name,
+        }
+    }
+
     /// GoogleSQL over `instance`'s tables, reading only what the caller may.
     pub fn sql_scope(&self, instance: String) -> almanac_sql::Scope {
         almanac_sql::Scope {

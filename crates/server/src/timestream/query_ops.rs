@@ -93,7 +93,7 @@ pub async fn handle(
     let req = request(body)?;
     match op {
         QueryOp::Query => query(app, cx, caller, &req).await,
-        QueryOp::CancelQuery => cancel_query(app, &req),
+        QueryOp::CancelQuery => cancel_query(app, caller, &req),
         QueryOp::PrepareQuery => prepare_query(app, cx, caller, &req).await,
     }
 }
@@ -115,20 +115,21 @@ fn request(body: &[u8]) -> Result<QueryRequest, OpError> {
 pub fn answer_from_cache(
     cache: &mut ResultCache,
     body: &[u8],
+    owner: &str,
     now: Instant,
 ) -> Result<String, OpError> {
     let req = request(body)?;
     if req.next_token.is_none()
         && let Some(id) = &req.query_id
     {
-        let ended = cache.cancel(id, now)?;
+        let ended = cache.cancel(id, owner, now)?;
         return Ok(json!({ "Ended": ended.map(Ended::reason) }).to_string());
     }
     let sql = query_string(&req)?;
     let max_rows = page_rows(req.max_rows)?;
     requests::check_client_token(req.client_token.as_deref())?;
     let token = req.next_token.as_deref().unwrap_or_default();
-    let page = cache.page(token, sql, max_rows, MAX_PAGE_BYTES, now)?;
+    let page = cache.page(token, sql, owner, max_rows, MAX_PAGE_BYTES, now)?;
     Ok(render(&page))
 }
 
@@ -201,9 +202,14 @@ pub async fn query(
     let max_rows = page_rows(req.max_rows)?;
     requests::check_client_token(req.client_token.as_deref())?;
     if let Some(token) = &req.next_token {
-        let page = app
-            .results()
-            .page(token, sql, max_rows, MAX_PAGE_BYTES, Instant::now())?;
+        let page = app.results().page(
+            token,
+            sql,
+            caller.name(),
+            max_rows,
+            MAX_PAGE_BYTES,
+            Instant::now(),
+        )?;
         return Ok(render(&page));
     }
 
@@ -253,6 +259,7 @@ pub async fn query(
     let mut cache = app.results();
     let header = Header {
         query_id: cache.new_query_id(),
+        owner: caller.name().into(),
         columns: columns.to_string().into(),
         extension: format!("\"Almanac\":{extension}").into(),
     };
@@ -268,7 +275,7 @@ pub async fn query(
             })?;
         Some(token)
     } else {
-        cache.finished(&header.query_id);
+        cache.finished(&header);
         None
     };
     drop(cache);
@@ -306,12 +313,12 @@ fn render(page: &Page) -> String {
 }
 
 /// `CancelQuery`.
-pub fn cancel_query(app: &App, req: &QueryRequest) -> Result<String, OpError> {
+pub fn cancel_query(app: &App, caller: &Caller, req: &QueryRequest) -> Result<String, OpError> {
     let id = req
         .query_id
         .as_deref()
         .ok_or_else(|| OpError::Request("Missing required member QueryId.".into()))?;
-    let message = match app.results().cancel(id, Instant::now())? {
+    let message = match app.results().cancel(id, caller.name(), Instant::now())? {
         None => format!("Query {id} was cancelled; its remaining pages were dropped."),
         Some(Ended::Cancelled) => format!("Query {id} has already been cancelled."),
         Some(how) => format!(

@@ -132,6 +132,9 @@ impl Default for Limits {
 pub struct Header {
     /// The query's id.
     pub query_id: String,
+    /// Who ran it (a principal's name; empty while authentication is off): only it
+    /// may read the query's pages or cancel it.
+    pub owner: Arc<str>,
     /// The `ColumnInfo` list, as JSON text.
     pub columns: Arc<str>,
     /// Extra members of each response (`"Almanac":{…}`), as JSON text.
@@ -169,7 +172,8 @@ pub struct ResultCache {
     /// Query ids in insertion (= expiry) order; ids no longer cached are skipped.
     order: VecDeque<String>,
     bytes: usize,
-    ended: HashMap<String, Ended>,
+    /// How each remembered query ended, and who ran it.
+    ended: HashMap<String, (Ended, Arc<str>)>,
     ended_order: VecDeque<String>,
     ids: IdSource,
 }
@@ -199,8 +203,8 @@ impl ResultCache {
     }
 
     /// Remembers a query that needed one page only (for `CancelQuery`'s answer).
-    pub fn finished(&mut self, query_id: &str) {
-        self.end(query_id.to_string(), Ended::Finished);
+    pub fn finished(&mut self, header: &Header) {
+        self.end(header.query_id.clone(), Ended::Finished, &header.owner);
     }
 
     /// Keeps `rows` of a query whose first page ended at row `next`, and returns the
@@ -225,8 +229,8 @@ impl ResultCache {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };
-            if self.remove(&oldest).is_some() {
-                self.end(oldest, Ended::Evicted);
+            if let Some(gone) = self.remove(&oldest) {
+                self.end(oldest, Ended::Evicted, &gone.header.owner);
             }
         }
         let query_id = header.query_id.clone();
@@ -246,24 +250,32 @@ impl ResultCache {
 
     /// The page at `token` of the query `sql`, at most `max_rows` rows and `max_bytes`
     /// bytes (at least one row).
+    /// A token of a query `owner` did not run reads as one this server never issued.
     pub fn page(
         &mut self,
         token: &str,
         sql: &str,
+        owner: &str,
         max_rows: usize,
         max_bytes: usize,
         now: Instant,
     ) -> Result<Page, PageError> {
         self.expire(now);
         let (query_id, nonce) = parse_token(token)?;
-        let Some(mut entry) = self.entries.remove(query_id) else {
+        let mine = self
+            .entries
+            .get(query_id)
+            .is_some_and(|e| &*e.header.owner == owner);
+        let Some(mut entry) = mine.then(|| self.entries.remove(query_id)).flatten() else {
             return Err(match self.ended.get(query_id) {
-                Some(Ended::Cancelled) => PageError::Cancelled(query_id.to_string()),
-                Some(how) => PageError::Gone {
+                Some((Ended::Cancelled, who)) if &**who == owner => {
+                    PageError::Cancelled(query_id.to_string())
+                }
+                Some((how, who)) if &**who == owner => PageError::Gone {
                     query_id: query_id.to_string(),
                     reason: how.reason(),
                 },
-                None => PageError::Malformed(token.to_string()),
+                _ => PageError::Malformed(token.to_string()),
             });
         };
         let result = self.page_of(&mut entry, query_id, nonce, sql, max_rows, max_bytes);
@@ -303,15 +315,26 @@ impl ResultCache {
 
     /// `CancelQuery`: drops the query's rows. `Ok(None)` when it was cancelled now,
     /// `Ok(Some(how))` when it had already ended (cancelling is idempotent).
-    pub fn cancel(&mut self, query_id: &str, now: Instant) -> Result<Option<Ended>, PageError> {
+    /// A query `owner` did not run is unknown to it.
+    pub fn cancel(
+        &mut self,
+        query_id: &str,
+        owner: &str,
+        now: Instant,
+    ) -> Result<Option<Ended>, PageError> {
         self.expire(now);
-        if self.remove(query_id).is_some() {
-            self.end(query_id.to_string(), Ended::Cancelled);
+        if self
+            .entries
+            .get(query_id)
+            .is_some_and(|e| &*e.header.owner == owner)
+            && let Some(gone) = self.remove(query_id)
+        {
+            self.end(query_id.to_string(), Ended::Cancelled, &gone.header.owner);
             return Ok(None);
         }
         match self.ended.get(query_id) {
-            Some(how) => Ok(Some(*how)),
-            None => Err(PageError::UnknownQuery(query_id.to_string())),
+            Some((how, who)) if &**who == owner => Ok(Some(*how)),
+            _ => Err(PageError::UnknownQuery(query_id.to_string())),
         }
     }
 
@@ -349,16 +372,21 @@ impl ResultCache {
                 Some(e) if now.saturating_duration_since(e.created) >= self.limits.ttl => {
                     let id = oldest.clone();
                     self.order.pop_front();
-                    self.remove(&id);
-                    self.end(id, Ended::Expired);
+                    if let Some(gone) = self.remove(&id) {
+                        self.end(id, Ended::Expired, &gone.header.owner);
+                    }
                 }
                 Some(_) => break,
             }
         }
     }
 
-    fn end(&mut self, query_id: String, how: Ended) {
-        if self.ended.insert(query_id.clone(), how).is_none() {
+    fn end(&mut self, query_id: String, how: Ended, owner: &Arc<str>) {
+        if self
+            .ended
+            .insert(query_id.clone(), (how, Arc::clone(owner)))
+            .is_none()
+        {
             self.ended_order.push_back(query_id);
         }
         while self.ended_order.len() > self.limits.max_ended {
@@ -424,9 +452,40 @@ mod tests {
     fn header(cache: &mut ResultCache) -> Header {
         Header {
             query_id: cache.new_query_id(),
+            owner: Arc::from(""),
             columns: Arc::from("[]"),
             extension: Arc::from(""),
         }
+    }
+
+    #[test]
+    fn only_the_owner_pages_or_cancels_a_query() {
+        let t0 = Instant::now();
+        let mut c = ResultCache::new(Limits::default(), 9);
+        let h = Header {
+            owner: Arc::from("alice"),
+            ..header(&mut c)
+        };
+        let id = h.query_id.clone();
+        let token = c.insert(h, "q", rows(5), 1, t0).unwrap();
+        // Another principal learns nothing: the token reads as never issued.
+        assert!(matches!(
+            c.page(&token, "q", "bob", 1, 1 << 20, t0),
+            Err(PageError::Malformed(_))
+        ));
+        assert!(matches!(
+            c.cancel(&id, "bob", t0),
+            Err(PageError::UnknownQuery(_))
+        ));
+        assert_eq!(
+            values(&c.page(&token, "q", "alice", 1, 1 << 20, t0).unwrap()),
+            ["1"]
+        );
+        assert_eq!(c.cancel(&id, "alice", t0), Ok(None));
+        assert!(matches!(
+            c.cancel(&id, "bob", t0),
+            Err(PageError::UnknownQuery(_))
+        ));
     }
 
     fn values(page: &Page) -> Vec<String> {
@@ -444,9 +503,9 @@ mod tests {
         let mut c = ResultCache::new(Limits::default(), 7);
         let h = header(&mut c);
         let token = c.insert(h, "SELECT 1", rows(7), 3, t0).unwrap();
-        let p = c.page(&token, "SELECT 1", 3, 1 << 20, t0).unwrap();
+        let p = c.page(&token, "SELECT 1", "", 3, 1 << 20, t0).unwrap();
         assert_eq!(values(&p), ["3", "4", "5"]);
-        let again = c.page(&token, "SELECT 1", 3, 1 << 20, t0).unwrap();
+        let again = c.page(&token, "SELECT 1", "", 3, 1 << 20, t0).unwrap();
         assert_eq!(
             values(&again),
             ["3", "4", "5"],
@@ -455,19 +514,19 @@ mod tests {
         assert_eq!(again.next_token, p.next_token, "and the same next token");
         let next = p.next_token.unwrap();
         assert_ne!(next, token);
-        let last = c.page(&next, "SELECT 1", 3, 1 << 20, t0).unwrap();
+        let last = c.page(&next, "SELECT 1", "", 3, 1 << 20, t0).unwrap();
         assert_eq!(values(&last), ["6"]);
         assert_eq!(last.next_token, None);
         assert_eq!(
-            c.page(&token, "SELECT 1", 3, 1 << 20, t0).unwrap_err(),
+            c.page(&token, "SELECT 1", "", 3, 1 << 20, t0).unwrap_err(),
             PageError::Superseded
         );
         assert_eq!(
-            c.page(&next, "SELECT 2", 3, 1 << 20, t0).unwrap_err(),
+            c.page(&next, "SELECT 2", "", 3, 1 << 20, t0).unwrap_err(),
             PageError::QueryMismatch
         );
         assert!(matches!(
-            c.page("nonsense", "SELECT 1", 3, 1 << 20, t0),
+            c.page("nonsense", "SELECT 1", "", 3, 1 << 20, t0),
             Err(PageError::Malformed(_))
         ));
     }
@@ -480,15 +539,15 @@ mod tests {
         let id = h.query_id.clone();
         let token = c.insert(h, "q", rows(5), 1, t0).unwrap();
         assert_eq!(c.usage().0, 1);
-        assert_eq!(c.cancel(&id, t0), Ok(None));
+        assert_eq!(c.cancel(&id, "", t0), Ok(None));
         assert_eq!(c.usage(), (0, 0));
         assert_eq!(
-            c.page(&token, "q", 1, 1 << 20, t0).unwrap_err(),
+            c.page(&token, "q", "", 1, 1 << 20, t0).unwrap_err(),
             PageError::Cancelled(id.clone())
         );
-        assert_eq!(c.cancel(&id, t0), Ok(Some(Ended::Cancelled)));
+        assert_eq!(c.cancel(&id, "", t0), Ok(Some(Ended::Cancelled)));
         assert!(matches!(
-            c.cancel("NOPE", t0),
+            c.cancel("NOPE", "", t0),
             Err(PageError::UnknownQuery(_))
         ));
     }
@@ -510,12 +569,12 @@ mod tests {
         }
         assert_eq!(c.usage().0, 2, "the oldest was evicted");
         assert!(matches!(
-            c.page(&tokens[0], "q", 1, 1 << 20, t0),
+            c.page(&tokens[0], "q", "", 1, 1 << 20, t0),
             Err(PageError::Gone { reason, .. }) if reason.contains("evicted")
         ));
         let later = t0 + Duration::from_secs(61);
         assert!(matches!(
-            c.page(&tokens[2], "q", 1, 1 << 20, later),
+            c.page(&tokens[2], "q", "", 1, 1 << 20, later),
             Err(PageError::Gone {
                 reason: "expired",
                 ..
@@ -548,7 +607,7 @@ mod tests {
             .collect();
         assert_eq!(c.usage().0, 2);
         assert!(c.usage().1 <= one * 2);
-        assert_eq!(c.cancel(&ids[0], t0), Ok(Some(Ended::Evicted)));
-        assert_eq!(c.cancel(&ids[2], t0), Ok(None));
+        assert_eq!(c.cancel(&ids[0], "", t0), Ok(Some(Ended::Evicted)));
+        assert_eq!(c.cancel(&ids[2], "", t0), Ok(None));
     }
 }
