@@ -7,7 +7,8 @@
 //! 1. a background task accepts the TCP connection (the listener's
 //!    [`accept`](axum::serve::Listener::accept) only takes finished handshakes, so a
 //!    slow client never holds up the next);
-//! 2. the handshake runs in its own task, for at most [`HANDSHAKE_TIMEOUT`];
+//! 2. the handshake runs in its own task, for at most [`HANDSHAKE_TIMEOUT`], one of at
+//!    most [`MAX_CONCURRENT_HANDSHAKES`] over every listener;
 //! 3. the finished stream is handed to axum through a channel of [`READY_QUEUE`].
 //!
 //! Dropping the listener (a graceful shutdown) stops the background task, which closes
@@ -31,6 +32,13 @@ use tokio_rustls::server::TlsStream;
 
 /// Longest a client may take over its handshake before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// TLS handshakes in progress at once, over every listener; a connection that
+/// arrives while this many are under way is closed at once (a flood of half-open
+/// handshakes cannot hold the server's memory).
+pub const MAX_CONCURRENT_HANDSHAKES: usize = 1_024;
+/// Handshakes in progress (see [`MAX_CONCURRENT_HANDSHAKES`]).
+static HANDSHAKES: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(MAX_CONCURRENT_HANDSHAKES);
 /// Finished handshakes waiting for the server to take them.
 pub const READY_QUEUE: usize = 64;
 /// Pause after a failed `accept` (out of file descriptors) before trying again.
@@ -262,12 +270,13 @@ impl Accepting {
 }
 
 /// The TLS stream over `socket` once its handshake is done, or `None` when the
-/// handshake fails or takes longer than [`HANDSHAKE_TIMEOUT`] (the caller drops the
-/// connection). Every TLS listener's connections go through it.
+/// handshake fails, takes longer than [`HANDSHAKE_TIMEOUT`], or finds
+/// [`MAX_CONCURRENT_HANDSHAKES`] already under way (the caller drops the connection). Every TLS listener's connections go through it.
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     tls: &TlsAcceptor,
     socket: S,
 ) -> Option<MaybeTls<S>> {
+    let _slot = HANDSHAKES.try_acquire().ok()?;
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(socket)).await {
         Ok(Ok(stream)) => Some(MaybeTls::Tls(Box::new(stream))),
         _ => None,
