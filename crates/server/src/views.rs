@@ -23,7 +23,7 @@ use almanac_api::google::bigtable::admin::v2 as pb;
 use almanac_engine::Engine;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::{Mutation, ReadModifyWriteRule};
-use almanac_engine::rowset::{RowRange, RowSet};
+use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use prost::Message;
 use tonic::Status;
 
@@ -66,18 +66,6 @@ pub struct Subset {
     families: Vec<(String, Vec<Span>)>,
 }
 
-/// The first key after every key starting with `prefix` (`None`: no such key).
-fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut s = prefix.to_vec();
-    while let Some(last) = s.pop() {
-        if last < 0xFF {
-            s.push(last + 1);
-            return Some(s);
-        }
-    }
-    None
-}
-
 impl Subset {
     fn new(name: &str, v: &pb::authorized_view::SubsetView) -> Self {
         let mut families: Vec<(String, Vec<Span>)> = v
@@ -95,7 +83,7 @@ impl Subset {
                     .chain(
                         s.qualifier_prefixes
                             .iter()
-                            .map(|p| (p.to_vec(), successor(p))),
+                            .map(|p| (p.to_vec(), prefix_successor(p))),
                     )
                     .collect();
                 spans.sort();
@@ -217,7 +205,7 @@ impl Subset {
                 .iter()
                 .map(|p| RowRange {
                     start: Bound::Included(p.clone()),
-                    end: successor(p).map_or(Bound::Unbounded, Bound::Excluded),
+                    end: prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
                 })
                 .collect(),
         }
