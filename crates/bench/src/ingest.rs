@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use almanac_engine::Durability;
 use almanac_server::timestream::records_json;
-use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
+use almanac_timeseries::{Layout, NewTable, Pattern, Retention, SharedStore, TimeSeries};
 use anyhow::Context;
 
 use crate::measure::own_cpu_secs;
@@ -155,7 +155,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
 
 /// One writer's loop over its share of the rows.
 fn write_share(
-    ts: &TimeSeries<EmbeddedStore>,
+    ts: &TimeSeries<SharedStore>,
     format: &Format,
     mut stream: crate::tsbs::data::Stream,
     batch: usize,

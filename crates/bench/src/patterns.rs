@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use almanac_engine::clock::{Clock, Rng, SystemClock};
 use almanac_engine::{Durability, Engine};
 use almanac_timeseries::{
-    Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Record, Retention,
-    Selection, TimeSeries,
+    Dimension, Layout, MeasureValue, NewTable, Pattern, Record, Retention, Selection, SharedStore,
+    TimeSeries,
 };
 use anyhow::Context;
 
@@ -227,7 +227,7 @@ fn run_one(
 fn measure_state(
     args: &PatternArgs,
     engine: &Engine,
-    ts: &TimeSeries<EmbeddedStore>,
+    ts: &TimeSeries<SharedStore>,
     multi: bool,
     end_ns: i64,
 ) -> anyhow::Result<State> {

@@ -13,7 +13,7 @@ use almanac_engine::Durability;
 use almanac_engine::clock::{Clock, SystemClock};
 use almanac_sql::{Scope, SqlEngine};
 use almanac_timeseries::{
-    Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Record, Retention, TimeSeries,
+    Dimension, Layout, MeasureValue, NewTable, Record, Retention, SharedStore, TimeSeries,
 };
 use anyhow::Context as _;
 
@@ -57,7 +57,7 @@ pub struct SqlBenchArgs {
     only: Option<String>,
 }
 
-fn load(ts: &TimeSeries<EmbeddedStore>, args: &SqlBenchArgs, spec: &Spec) -> anyhow::Result<()> {
+fn load(ts: &TimeSeries<SharedStore>, args: &SqlBenchArgs, spec: &Spec) -> anyhow::Result<()> {
     ts.create_database(DATABASE, None)?;
     let layout = Layout::from_tags([("almanac:layout", args.layout.as_str())])?;
     ts.create_table(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use almanac_engine::clock::{Clock, SystemClock};
 use almanac_engine::{Durability, Engine, Options};
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{EmbeddedStore, SharedStore, TimeSeries};
 
 /// An embedded engine in `dir` with the fsync policy `durability` and no background
 /// sweeper, and the time-series layer over it with its tables in `instance`.
@@ -14,7 +14,7 @@ pub fn open_embedded(
     dir: &Path,
     instance: &str,
     durability: Durability,
-) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
+) -> anyhow::Result<(Arc<Engine>, TimeSeries<SharedStore>)> {
     open_embedded_at(dir, instance, durability, Arc::new(SystemClock))
 }
 
@@ -24,7 +24,7 @@ pub fn open_embedded_at(
     instance: &str,
     durability: Durability,
     clock: Arc<dyn Clock>,
-) -> anyhow::Result<(Arc<Engine>, TimeSeries<EmbeddedStore>)> {
+) -> anyhow::Result<(Arc<Engine>, TimeSeries<SharedStore>)> {
     let engine = Arc::new(Engine::open(
         dir,
         Options {
@@ -34,7 +34,7 @@ pub fn open_embedded_at(
             ..Options::default()
         },
     )?);
-    let store = Arc::new(EmbeddedStore::new(Arc::clone(&engine), instance));
-    let ts = TimeSeries::open(store, clock)?;
+    let store = EmbeddedStore::new(Arc::clone(&engine), instance);
+    let ts = TimeSeries::open(store.shared(), clock)?;
     Ok((engine, ts))
 }

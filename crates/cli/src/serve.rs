@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use almanac_engine::Durability;
 use almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS;
+use almanac_remote::RemoteStore;
 use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
 use almanac_server::{Node, NodeConfig, TlsIdentity};
 use almanac_sql::{QueryLimits, budget};
-use almanac_timeseries::DEFAULT_INSTANCE;
+use almanac_timeseries::{DEFAULT_INSTANCE, SharedStore, WideColumnStore};
 use anyhow::Context;
 
 /// Flags of `almanac serve`.
@@ -92,6 +93,45 @@ pub struct ServeArgs {
     /// to: anyone on the network could read the traffic).
     #[arg(long)]
     insecure: bool,
+    /// Keep the time-series tables (the Timestream endpoint, its SQL, scheduled
+    /// queries and batch loads) in this remote Bigtable instance,
+    /// projects/PROJECT/instances/INSTANCE, instead of the data directory. Needs
+    /// --bigtable-endpoint.
+    #[arg(long, value_name = "projects/P/instances/I")]
+    bigtable: Option<String>,
+    /// HOST:PORT of the Bigtable that holds --bigtable's instance, spoken to in plain
+    /// text as clients speak to an emulator through BIGTABLE_EMULATOR_HOST (the Cloud
+    /// SDK's emulator, or another Almanac's --addr).
+    #[arg(long, requires = "bigtable", value_name = "HOST:PORT")]
+    bigtable_endpoint: Option<String>,
+}
+
+/// The remote store `--bigtable` names, if any.
+fn series_store(
+    bigtable: Option<&String>,
+    bigtable_endpoint: Option<&String>,
+) -> anyhow::Result<Option<SharedStore>> {
+    let Some(instance) = bigtable else {
+        return Ok(None);
+    };
+    let valid = instance
+        .strip_prefix("projects/")
+        .and_then(|rest| rest.split_once("/instances/"))
+        .is_some_and(|(p, i)| {
+            !p.is_empty() && !i.is_empty() && !p.contains('/') && !i.contains('/')
+        });
+    if !valid {
+        anyhow::bail!("--bigtable {instance:?} is not projects/PROJECT/instances/INSTANCE");
+    }
+    let Some(endpoint) = bigtable_endpoint else {
+        anyhow::bail!(
+            "--bigtable needs --bigtable-endpoint HOST:PORT: Cloud Bigtable's own endpoint \
+             (TLS with Google credentials) is not supported yet"
+        );
+    };
+    let store = RemoteStore::connect(instance, endpoint)
+        .with_context(|| format!("connecting to --bigtable {instance} at {endpoint}"))?;
+    Ok(Some(Arc::new(store)))
 }
 
 /// Refuses plain text on any listener reachable from other machines, unless told
@@ -146,7 +186,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.insecure,
     )?;
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let remote = series_store(args.bigtable.as_ref(), args.bigtable_endpoint.as_ref())?;
+    let series_instance = remote
+        .as_ref()
+        .map_or(DEFAULT_INSTANCE.to_string(), |s| s.instance().to_string());
+    let series_where = match &args.bigtable_endpoint {
+        Some(endpoint) => format!("{series_instance} at {endpoint}"),
+        None => series_instance,
+    };
     let config = NodeConfig {
+        series_store: remote,
         durability: args.fsync,
         sweep_interval: Duration::from_secs(args.sweep_secs),
         seal_interval: (args.seal_secs > 0).then(|| Duration::from_secs(args.seal_secs)),
@@ -188,7 +237,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.fsync
         );
         eprintln!(
-            "almanac: timestream listening on {ts} (timestream-write and timestream-query; boto3 endpoint_url={scheme}://{ts}); tables in instance {DEFAULT_INSTANCE}"
+            "almanac: timestream listening on {ts} (timestream-write and timestream-query; boto3 endpoint_url={scheme}://{ts}); tables in instance {series_where}"
         );
         if let Some(console) = node.console_addr() {
             eprintln!(

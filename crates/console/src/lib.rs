@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use almanac_engine::Engine;
 use almanac_sql::SqlEngine;
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{SharedStore, TimeSeries};
 use axum::Router;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
@@ -45,7 +45,7 @@ pub struct Console {
     /// The engine (Bigtable tables, access counters, sizes).
     pub engine: Engine,
     /// The time-series layer (its catalog).
-    pub ts: Arc<TimeSeries<EmbeddedStore>>,
+    pub ts: Arc<TimeSeries<SharedStore>>,
     /// SQL.
     pub sql: Arc<SqlEngine>,
     /// The server's metrics.

@@ -3,7 +3,7 @@
 //! progress and error reports.
 
 use almanac_timeseries::limits::MAX_RECORDS_PER_WRITE;
-use almanac_timeseries::{EmbeddedStore, Error as SeriesError, Record, TimeSeries};
+use almanac_timeseries::{Error as SeriesError, Record, SharedStore, TimeSeries};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -77,7 +77,7 @@ pub struct Destination<'a> {
 /// position, for reports) into `to`. Adds to `out`; fails only when the table cannot
 /// be written at all.
 pub fn write_rows(
-    ts: &TimeSeries<EmbeddedStore>,
+    ts: &TimeSeries<SharedStore>,
     to: Destination<'_>,
     rows: &[Vec<Option<String>>],
     numbers: &[u64],

@@ -15,7 +15,8 @@ use almanac_jobs::scheduled::CreateRequest;
 use almanac_jobs::{ScheduledQueries, ScheduledQueryState};
 use almanac_sql::{Scope, SqlEngine};
 use almanac_timeseries::{
-    Dimension, EmbeddedStore, MagneticWrites, MeasureValue, NewTable, Record, Retention, TimeSeries,
+    Dimension, EmbeddedStore, MagneticWrites, MeasureValue, NewTable, Record, Retention,
+    SharedStore, TimeSeries,
 };
 use serde_json::json;
 
@@ -24,7 +25,7 @@ const T0_MS: i64 = 1_767_225_600_000;
 
 struct Env {
     engine: Arc<Engine>,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     sql: Arc<SqlEngine>,
     clock: Arc<ManualClock>,
 }
@@ -43,7 +44,7 @@ fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Env {
         .unwrap(),
     );
     let store = EmbeddedStore::new(engine.clone(), almanac_timeseries::DEFAULT_INSTANCE);
-    let ts = Arc::new(TimeSeries::open(Arc::new(store), clock.clone()).unwrap());
+    let ts = Arc::new(TimeSeries::open(store.shared(), clock.clone()).unwrap());
     let sql = Arc::new(SqlEngine::new(engine.clone(), ts.clone()).unwrap());
     Env {
         engine,
@@ -53,7 +54,7 @@ fn open(dir: &std::path::Path, clock: Arc<ManualClock>) -> Env {
     }
 }
 
-fn table(ts: &TimeSeries<EmbeddedStore>, db: &str, name: &str) {
+fn table(ts: &TimeSeries<SharedStore>, db: &str, name: &str) {
     ts.create_table(
         db,
         name,

@@ -32,7 +32,7 @@ use almanac_engine::clock::SystemClock;
 use almanac_engine::warning::WarningSink;
 use almanac_engine::{Durability, Engine, Options};
 use almanac_sql::SqlEngine;
-use almanac_timeseries::{DEFAULT_INSTANCE, EmbeddedStore, SealStats, TimeSeries};
+use almanac_timeseries::{DEFAULT_INSTANCE, EmbeddedStore, SealStats, SharedStore, TimeSeries};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -87,6 +87,10 @@ pub struct NodeConfig {
     /// Free space the data directory's filesystem keeps: data writes are refused
     /// below it.
     pub min_free_bytes: u64,
+    /// Where the time-series layer keeps its tables (the Timestream endpoint, its SQL,
+    /// scheduled queries and batch loads): a remote Bigtable's store, or `None` for
+    /// the embedded engine in the data directory.
+    pub series_store: Option<SharedStore>,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -115,6 +119,7 @@ impl NodeConfig {
             query_limits: almanac_sql::QueryLimits::default(),
             tls: None,
             min_free_bytes: almanac_engine::limits::DEFAULT_MIN_FREE_DISK_BYTES,
+            series_store: None,
         }
     }
 }
@@ -122,7 +127,7 @@ impl NodeConfig {
 /// An opened store with both listeners bound; [`Node::run`] serves them.
 pub struct Node {
     engine: Engine,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     sql: Arc<SqlEngine>,
     scheduled: Arc<almanac_jobs::ScheduledQueries>,
     batch: Arc<almanac_jobs::BatchLoads>,
@@ -133,6 +138,7 @@ pub struct Node {
     timestream_advertise: String,
     seal_interval: Option<Duration>,
     seal_quiet: Duration,
+    compact_after_seal: bool,
     console: Option<(TcpListener, SocketAddr)>,
     data_dir: PathBuf,
     metrics: Arc<Metrics>,
@@ -164,7 +170,10 @@ impl Node {
             query_limits,
             tls,
             min_free_bytes,
+            series_store,
         } = config;
+        // Sealing deletes rows of the embedded engine only when the series live there.
+        let compact_after_seal = series_store.is_none();
         let metrics = Metrics::new();
         let gate = crate::auth::Gate::open(&data_dir)?;
         let data_dir_shown = data_dir.clone();
@@ -201,7 +210,7 @@ impl Node {
             None => None,
         };
         let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
-            let (engine, ts) = open_store(&data_dir, options)?;
+            let (engine, ts) = open_store(&data_dir, options, series_store)?;
             let sql = Arc::new(
                 SqlEngine::new(Arc::new(engine.clone()), ts.clone())?.with_limits(query_limits),
             );
@@ -237,6 +246,7 @@ impl Node {
             ),
             seal_interval,
             seal_quiet,
+            compact_after_seal,
             console,
             data_dir: data_dir_shown,
             metrics,
@@ -268,7 +278,7 @@ impl Node {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let sealer = tokio::spawn(seal_periodically(
-            self.engine.clone(),
+            self.compact_after_seal.then(|| self.engine.clone()),
             self.ts.clone(),
             self.seal_interval,
             self.seal_quiet,
@@ -355,16 +365,22 @@ impl Node {
     }
 }
 
-/// The engine over `dir` and the time-series layer over it.
+/// The engine over `dir`, and the time-series layer over `series_store` or the engine.
 fn open_store(
     dir: &Path,
     options: Options,
-) -> Result<(Engine, Arc<TimeSeries<EmbeddedStore>>), ServeError> {
+    series_store: Option<SharedStore>,
+) -> Result<(Engine, Arc<TimeSeries<SharedStore>>), ServeError> {
     let engine = Engine::open(dir, options).map_err(|source| ServeError::Open {
         dir: dir.to_path_buf(),
         source,
     })?;
-    let store = EmbeddedStore::new(Arc::new(engine.clone()), DEFAULT_INSTANCE);
+    let store: SharedStore = series_store.unwrap_or_else(|| {
+        Arc::new(EmbeddedStore::new(
+            Arc::new(engine.clone()),
+            DEFAULT_INSTANCE,
+        ))
+    });
     let ts = Arc::new(TimeSeries::open(Arc::new(store), Arc::new(SystemClock))?);
     Ok((engine, ts))
 }
@@ -384,8 +400,8 @@ const COMPACT_WHEN_DELETED_FRACTION: u64 = 4;
 /// deleted since the last compaction make up a quarter of the store, the engine
 /// flushes and compacts after the pass, which also empties the journal.
 async fn seal_periodically(
-    engine: Engine,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    engine: Option<Engine>,
+    ts: Arc<TimeSeries<SharedStore>>,
     interval: Option<Duration>,
     quiet: Duration,
     metrics: Arc<Metrics>,
@@ -407,9 +423,13 @@ async fn seal_periodically(
             let sealed = ts.seal_all_quiet(quiet)?;
             metrics.seal_pass(sealed.points);
             let deleted = deleted_bytes.saturating_add(sealed.bytes_removed);
-            let store = engine
-                .disk_space()
-                .map_err(almanac_timeseries::Error::from)?;
+            // A remote store compacts by itself: only the embedded engine is compacted.
+            let store = match &engine {
+                Some(engine) => engine
+                    .disk_space()
+                    .map_err(almanac_timeseries::Error::from)?,
+                None => u64::MAX,
+            };
             let compact =
                 deleted > 0 && deleted.saturating_mul(COMPACT_WHEN_DELETED_FRACTION) >= store;
             if sealed.buckets > 0 {
@@ -421,7 +441,7 @@ async fn seal_periodically(
                     if compact { "; compacting" } else { "" }
                 );
             }
-            if compact {
+            if let (true, Some(engine)) = (compact, &engine) {
                 engine.compact().map_err(almanac_timeseries::Error::from)?;
                 metrics.compaction();
                 return Ok(0);
@@ -484,7 +504,7 @@ pub fn compact(dir: &Path) -> Result<Compaction, ServeError> {
         sweep_interval: None,
         ..Options::default()
     };
-    let (engine, ts) = open_store(dir, options)?;
+    let (engine, ts) = open_store(dir, options, None)?;
     let bytes_before = engine.disk_space()?;
     let sealed = ts.seal_all()?;
     engine.compact()?;

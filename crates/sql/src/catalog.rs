@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use almanac_engine::Engine;
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{SharedStore, TimeSeries};
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableFunctionArgs, TableFunctionImpl};
 use datafusion::common::{ScalarValue, plan_err};
@@ -32,7 +32,7 @@ const MAX_LISTED: usize = 10_000;
 /// The catalog of one query.
 #[derive(Debug)]
 pub struct SqlCatalog {
-    pub(crate) ts: Arc<TimeSeries<EmbeddedStore>>,
+    pub(crate) ts: Arc<TimeSeries<SharedStore>>,
     /// The tables of [`BIGTABLE_SCHEMA`].
     pub(crate) bigtable: BigtableTables,
     pub(crate) counters: Arc<ScanCounters>,
@@ -207,7 +207,7 @@ impl SchemaProvider for BigtableTables {
 /// The tables of one Timestream database.
 #[derive(Debug)]
 struct DatabaseSchema {
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     database: String,
     counters: Arc<ScanCounters>,
     access: Option<Arc<dyn TableAccess>>,

@@ -51,7 +51,7 @@ mod versions;
 use std::sync::Arc;
 
 use almanac_engine::Engine;
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{SharedStore, TimeSeries};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{CatalogProviderList, MemoryCatalogProviderList};
@@ -176,7 +176,7 @@ impl QueryOutput {
 /// The SQL service over an engine and its time-series layer.
 pub struct SqlEngine {
     engine: Arc<Engine>,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     /// The session every Timestream query starts from.
     base: SessionState,
     /// The session every GoogleSQL query starts from ([`Dialect::GoogleSql`]).
@@ -193,7 +193,7 @@ impl std::fmt::Debug for SqlEngine {
 
 impl SqlEngine {
     /// SQL over `engine`'s Bigtable tables and `ts`'s time-series tables.
-    pub fn new(engine: Arc<Engine>, ts: Arc<TimeSeries<EmbeddedStore>>) -> Result<Self> {
+    pub fn new(engine: Arc<Engine>, ts: Arc<TimeSeries<SharedStore>>) -> Result<Self> {
         let mut config = SessionConfig::new()
             .with_default_catalog_and_schema(catalog::CATALOG, catalog::BIGTABLE_SCHEMA)
             .with_information_schema(true)

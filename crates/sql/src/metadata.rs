@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use almanac_timeseries::model::MeasureType;
 use almanac_timeseries::query::{self, Selection};
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{SharedStore, TimeSeries};
 use datafusion::arrow::array::{ArrayRef, ListBuilder, StringBuilder, StructBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -354,7 +354,7 @@ fn dimension_fields() -> Fields {
 
 /// The answer to `statement`.
 pub(crate) fn answer(
-    ts: &Arc<TimeSeries<EmbeddedStore>>,
+    ts: &Arc<TimeSeries<SharedStore>>,
     statement: &Statement,
     access: Option<&Arc<dyn TableAccess>>,
 ) -> Result<RecordBatch> {
@@ -436,7 +436,7 @@ pub(crate) fn answer(
 
 /// The table, or which of database and table is missing.
 fn table_meta(
-    ts: &TimeSeries<EmbeddedStore>,
+    ts: &TimeSeries<SharedStore>,
     database: &str,
     table: &str,
 ) -> Result<Arc<almanac_timeseries::TableMeta>> {
@@ -454,7 +454,7 @@ fn table_meta(
 }
 
 fn measures(
-    ts: &Arc<TimeSeries<EmbeddedStore>>,
+    ts: &Arc<TimeSeries<SharedStore>>,
     database: &str,
     table: &str,
     like: Option<&str>,
@@ -517,11 +517,7 @@ fn measures(
     Ok(RecordBatch::try_new(schema, columns)?)
 }
 
-fn describe(
-    ts: &Arc<TimeSeries<EmbeddedStore>>,
-    database: &str,
-    table: &str,
-) -> Result<RecordBatch> {
+fn describe(ts: &Arc<TimeSeries<SharedStore>>, database: &str, table: &str) -> Result<RecordBatch> {
     let meta = table_meta(ts, database, table)?;
     let table = SeriesTable::new(ts.clone(), meta, Arc::new(ScanCounters::default()));
     let rows = table

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use almanac_timeseries::block::BlockColumns;
 use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
 use almanac_timeseries::query::{self, Chunk, Part, Selection};
-use almanac_timeseries::{DimensionPair, EmbeddedStore, TableMeta, TimeSeries};
+use almanac_timeseries::{DimensionPair, SharedStore, TableMeta, TimeSeries};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::Session;
@@ -95,7 +95,7 @@ impl Column {
 /// One time-series table as a DataFusion table.
 #[derive(Debug, Clone)]
 pub struct SeriesTable {
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     meta: Arc<TableMeta>,
     columns: Vec<Column>,
     schema: SchemaRef,
@@ -108,7 +108,7 @@ pub struct SeriesTable {
 impl SeriesTable {
     /// The table `meta` of `ts`, counting reads into `counters`.
     pub fn new(
-        ts: Arc<TimeSeries<EmbeddedStore>>,
+        ts: Arc<TimeSeries<SharedStore>>,
         meta: Arc<TableMeta>,
         counters: Arc<ScanCounters>,
     ) -> Self {
@@ -161,7 +161,7 @@ impl SeriesTable {
     }
 
     /// The time-series service the table is read through.
-    pub(crate) fn service(&self) -> &Arc<TimeSeries<EmbeddedStore>> {
+    pub(crate) fn service(&self) -> &Arc<TimeSeries<SharedStore>> {
         &self.ts
     }
 
@@ -437,7 +437,7 @@ fn timestamp_ns(e: &Expr) -> Option<i64> {
 
 /// One scan: the selections to read in turn and the columns to fill.
 struct SeriesScan {
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     meta: Arc<TableMeta>,
     selections: Vec<Selection>,
     columns: Vec<Column>,

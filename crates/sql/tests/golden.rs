@@ -17,7 +17,7 @@ use almanac_engine::RowMutations;
 use almanac_engine::mutation::{AggregateInput, Mutation};
 use almanac_engine::schema::{Aggregate, FamilySpec, TableSpec, ValueType};
 use almanac_sql::{Scope, SqlEngine};
-use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
+use almanac_timeseries::{Layout, NewTable, Pattern, Retention, SharedStore, TimeSeries};
 use common::{Result, TempDir, multi, single};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
@@ -104,7 +104,7 @@ fn load_bigtable(engine: &Engine) -> Result {
 
 /// The Timestream fixture: database `devops` with `cpu` (multi-measure, one table per
 /// pattern) and `events` (single measures of every type).
-fn load_timeseries(ts: &TimeSeries<EmbeddedStore>) -> Result {
+fn load_timeseries(ts: &TimeSeries<SharedStore>) -> Result {
     ts.create_database("devops", None)?;
     let retention = Some(Retention {
         memory_hours: 24,

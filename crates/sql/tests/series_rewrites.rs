@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 mod common;
 
 use almanac_sql::{Scope, SqlEngine};
-use almanac_timeseries::{EmbeddedStore, Layout, NewTable, Pattern, Retention, TimeSeries};
+use almanac_timeseries::{Layout, NewTable, Pattern, Retention, SharedStore, TimeSeries};
 use common::{Result, multi, single};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
@@ -90,7 +90,7 @@ fn records() -> Vec<almanac_timeseries::Record<'static>> {
     out
 }
 
-async fn load(ts: &TimeSeries<EmbeddedStore>) -> Result<Vec<String>> {
+async fn load(ts: &TimeSeries<SharedStore>) -> Result<Vec<String>> {
     ts.create_database("devops", None)?;
     let retention = Some(Retention {
         memory_hours: 24,

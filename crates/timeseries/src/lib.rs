@@ -62,7 +62,7 @@ pub use model::{
 pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
 pub use seal::SealStats;
-pub use store::{EmbeddedStore, WideColumnStore};
+pub use store::{EmbeddedStore, SharedStore, StoreResult, WideColumnStore};
 pub use tags::{Resource, Tag, check as check_tags};
 pub use write::WriteOutcome;
 

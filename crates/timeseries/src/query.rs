@@ -648,13 +648,18 @@ fn first_row<S: WideColumnStore>(
     end: &Bound<Vec<u8>>,
     filter: Option<RowFilter>,
 ) -> Result<Option<Row>> {
+    let range = RowRange {
+        start: start.clone(),
+        end: end.clone(),
+    };
+    // The cursor passes the end once the last series of a pinned range is done.
+    if range.is_empty() {
+        return Ok(None);
+    }
     let probe = ReadRequest {
         rows: RowSet {
             keys: Vec::new(),
-            ranges: vec![RowRange {
-                start: start.clone(),
-                end: end.clone(),
-            }],
+            ranges: vec![range],
         },
         filter,
         limit: Some(1),

@@ -17,6 +17,8 @@ pub type StoreResult<T> = almanac_engine::Result<T>;
 
 /// What the time-series layer needs of a Bigtable.
 pub trait WideColumnStore: Send + Sync + 'static {
+    /// The instance the tables live in (`projects/P/instances/I`).
+    fn instance(&self) -> &str;
     /// CreateTable with these families (name, GC rule); millisecond granularity.
     fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()>;
     /// DeleteTable.
@@ -57,6 +59,52 @@ pub trait WideColumnStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
 }
 
+/// A store chosen at run time: the embedded engine or a remote Bigtable. The layers
+/// above the time-series layer hold this, so none of them names a store.
+pub type SharedStore = Arc<dyn WideColumnStore>;
+
+impl WideColumnStore for SharedStore {
+    fn instance(&self) -> &str {
+        self.as_ref().instance()
+    }
+    fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()> {
+        self.as_ref().create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> StoreResult<()> {
+        self.as_ref().delete_table(table)
+    }
+    fn table_exists(&self, table: &str) -> StoreResult<bool> {
+        self.as_ref().table_exists(table)
+    }
+    fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
+        self.as_ref().set_gc_rule(table, family, rule)
+    }
+    fn now_us(&self) -> i64 {
+        self.as_ref().now_us()
+    }
+    fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {
+        self.as_ref().mutate_rows(table, rows)
+    }
+    fn mutate_rows_unsynced(
+        &self,
+        table: &str,
+        rows: &[RowMutations],
+    ) -> StoreResult<Vec<StoreResult<()>>> {
+        self.as_ref().mutate_rows_unsynced(table, rows)
+    }
+    fn sync(&self) -> StoreResult<()> {
+        self.as_ref().sync()
+    }
+    fn read_rows(
+        &self,
+        table: &str,
+        req: ReadRequest,
+        visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
+    ) -> StoreResult<()> {
+        self.as_ref().read_rows(table, req, visit)
+    }
+}
+
 /// The embedded engine as a [`WideColumnStore`], with every table in one instance.
 #[derive(Debug, Clone)]
 pub struct EmbeddedStore {
@@ -73,18 +121,22 @@ impl EmbeddedStore {
         }
     }
 
+    /// This store as the layers above hold one.
+    pub fn shared(self) -> Arc<SharedStore> {
+        Arc::new(Arc::new(self))
+    }
+
     /// The engine below.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
-
-    /// The instance the tables live in.
-    pub fn instance(&self) -> &str {
-        &self.instance
-    }
 }
 
 impl WideColumnStore for EmbeddedStore {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
     fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()> {
         let spec = TableSpec {
             families: families

@@ -222,6 +222,22 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
         newest_in(model, start..end),
         "{ctx}: latest before {end}"
     );
+    // One series pinned: the walk to the next series stops at the pinned range's end.
+    let host = HOSTS[rng.below(3) as usize];
+    let pinned = Selection {
+        dimensions: vec![("host".into(), host.into())],
+        ..sel
+    };
+    let (latest, _) = f.ts.latest("db1", t, &pinned)?;
+    let want: BTreeMap<(String, String), i64> = newest_in(model, start..end)
+        .into_iter()
+        .filter(|((_, h), _)| h == host)
+        .collect();
+    assert_eq!(
+        newest(&latest),
+        want,
+        "{ctx}: latest of {host} before {end}"
+    );
     Ok(())
 }
 

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use almanac_engine::clock::Clock;
-use almanac_timeseries::{EmbeddedStore, TimeSeries};
+use almanac_timeseries::{SharedStore, TimeSeries};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
@@ -152,8 +152,8 @@ struct Task {
 
 /// The batch-load tasks of a server.
 pub struct BatchLoads {
-    jobs: JobTable<EmbeddedStore>,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    jobs: JobTable<SharedStore>,
+    ts: Arc<TimeSeries<SharedStore>>,
     clock: Arc<dyn Clock>,
     bucket_dir: PathBuf,
     tasks: Mutex<BTreeMap<String, Task>>,
@@ -179,7 +179,7 @@ impl BatchLoads {
     /// Opens the tasks kept in `ts`'s store; a task that was running is stopped
     /// (resumable). Buckets are directories under `bucket_dir`.
     pub fn open(
-        ts: Arc<TimeSeries<EmbeddedStore>>,
+        ts: Arc<TimeSeries<SharedStore>>,
         clock: Arc<dyn Clock>,
         bucket_dir: PathBuf,
     ) -> Result<Self> {

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use almanac_engine::clock::ManualClock;
 use almanac_engine::{Durability, Engine, Options};
-use almanac_timeseries::{EmbeddedStore, NewTable, TimeSeries};
+use almanac_timeseries::{EmbeddedStore, NewTable, SharedStore, TimeSeries};
 use serde_json::json;
 
 use super::*;
 
 const T0_MS: i64 = 1_767_225_600_000;
 
-fn open(dir: &std::path::Path) -> Arc<TimeSeries<EmbeddedStore>> {
+fn open(dir: &std::path::Path) -> Arc<TimeSeries<SharedStore>> {
     let clock = Arc::new(ManualClock::new(T0_MS * 1000));
     let engine = Arc::new(
         Engine::open(
@@ -27,7 +27,7 @@ fn open(dir: &std::path::Path) -> Arc<TimeSeries<EmbeddedStore>> {
         .unwrap(),
     );
     let store = EmbeddedStore::new(engine, almanac_timeseries::DEFAULT_INSTANCE);
-    Arc::new(TimeSeries::open(Arc::new(store), clock).unwrap())
+    Arc::new(TimeSeries::open(store.shared(), clock).unwrap())
 }
 
 fn request() -> CreateRequest {

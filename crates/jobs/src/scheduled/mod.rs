@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use almanac_engine::clock::Clock;
 use almanac_sql::SqlEngine;
-use almanac_timeseries::{EmbeddedStore, Tag, TimeSeries};
+use almanac_timeseries::{SharedStore, Tag, TimeSeries};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
@@ -145,9 +145,9 @@ pub struct CreateRequest {
 
 /// The scheduled queries of a server.
 pub struct ScheduledQueries {
-    jobs: JobTable<EmbeddedStore>,
+    jobs: JobTable<SharedStore>,
     sql: Arc<SqlEngine>,
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     clock: Arc<dyn Clock>,
     bucket_dir: PathBuf,
     defs: Mutex<BTreeMap<String, Definition>>,
@@ -192,7 +192,7 @@ impl ScheduledQueries {
     /// `bucket_dir`.
     pub fn open(
         sql: Arc<SqlEngine>,
-        ts: Arc<TimeSeries<EmbeddedStore>>,
+        ts: Arc<TimeSeries<SharedStore>>,
         clock: Arc<dyn Clock>,
         bucket_dir: PathBuf,
     ) -> Result<Self> {

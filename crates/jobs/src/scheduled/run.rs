@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use almanac_sql::arrow::datatypes::DataType;
 use almanac_sql::{Scope, SqlEngine};
-use almanac_timeseries::{EmbeddedStore, MeasureType, TimeSeries};
+use almanac_timeseries::{MeasureType, SharedStore, TimeSeries};
 use datafusion::common::{ParamValues, ScalarValue};
 use tokio_stream::StreamExt;
 
@@ -108,7 +108,7 @@ pub struct Outcome {
 /// what was done, also when the run fails part way.
 pub async fn execute(
     sql_engine: &SqlEngine,
-    ts: &Arc<TimeSeries<EmbeddedStore>>,
+    ts: &Arc<TimeSeries<SharedStore>>,
     sql: &str,
     target: Option<&Target>,
     (invocation_ms, version): (i64, i64),

@@ -115,7 +115,7 @@ pub fn lists_table(caller: &Caller, database: &str, table: &str) -> bool {
 /// one of its tables.
 pub fn lists_database(
     caller: &Caller,
-    ts: &almanac_timeseries::TimeSeries<almanac_timeseries::EmbeddedStore>,
+    ts: &almanac_timeseries::TimeSeries<almanac_timeseries::SharedStore>,
     database: &str,
 ) -> bool {
     if caller

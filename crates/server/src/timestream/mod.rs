@@ -48,7 +48,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use almanac_timeseries::{EmbeddedStore, Error, TimeSeries};
+use almanac_timeseries::{Error, SharedStore, TimeSeries};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -78,7 +78,7 @@ const QUERY_ERROR_NAMESPACE: &str = "com.amazonaws.timestreamquery";
 #[derive(Debug)]
 pub struct App {
     /// The service.
-    pub ts: Arc<TimeSeries<EmbeddedStore>>,
+    pub ts: Arc<TimeSeries<SharedStore>>,
     /// SQL over the same tables (the Query API).
     pub sql: Arc<almanac_sql::SqlEngine>,
     /// Scheduled queries.
@@ -629,7 +629,7 @@ fn routable_ip(v6: bool) -> Option<std::net::IpAddr> {
     reason = "the node's parts the endpoint serves; Node::run is its one caller"
 )]
 pub async fn serve(
-    ts: Arc<TimeSeries<EmbeddedStore>>,
+    ts: Arc<TimeSeries<SharedStore>>,
     sql: Arc<almanac_sql::SqlEngine>,
     scheduled: Arc<almanac_jobs::ScheduledQueries>,
     batch: Arc<almanac_jobs::BatchLoads>,

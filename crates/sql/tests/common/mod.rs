@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use almanac_engine::clock::ManualClock;
 use almanac_engine::{Durability, Engine, Options};
-use almanac_timeseries::{Dimension, EmbeddedStore, MeasureValue, Record, TimeSeries};
+use almanac_timeseries::{Dimension, EmbeddedStore, MeasureValue, Record, SharedStore, TimeSeries};
 
 pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -24,7 +24,7 @@ impl Drop for TempDir {
 pub fn open(
     tag: &str,
     now_ms: i64,
-) -> Result<(Arc<Engine>, Arc<TimeSeries<EmbeddedStore>>, TempDir)> {
+) -> Result<(Arc<Engine>, Arc<TimeSeries<SharedStore>>, TempDir)> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir =
@@ -40,7 +40,7 @@ pub fn open(
         },
     )?);
     let store = EmbeddedStore::new(engine.clone(), almanac_timeseries::DEFAULT_INSTANCE);
-    let ts = Arc::new(TimeSeries::open(Arc::new(store), clock)?);
+    let ts = Arc::new(TimeSeries::open(store.shared(), clock)?);
     Ok((engine, ts, dir))
 }
 

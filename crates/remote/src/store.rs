@@ -1,0 +1,333 @@
+//! [`RemoteStore`]: the [`WideColumnStore`] trait over a remote Bigtable's gRPC APIs.
+//!
+//! The trait is synchronous (the time-series layer runs on blocking threads); the store
+//! owns a small tokio runtime of its own, spawns each call there and waits for its
+//! answer on a plain channel, so a caller on any thread, inside another runtime or not,
+//! can use it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use almanac_api::google::bigtable::admin::v2 as admin;
+use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
+use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
+use almanac_engine::clock::{Clock, SystemClock};
+use almanac_engine::limits::MAX_MESSAGE_BYTES;
+use almanac_engine::schema::GcRule;
+use almanac_engine::{Error, ReadRequest, Row, RowMutations};
+use almanac_timeseries::{StoreResult, WideColumnStore};
+use tonic::Status;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::retry::{self, ATTEMPT_TIMEOUT, Backoff, Call};
+use crate::{mutate, read, wire};
+
+/// How long to wait for the TCP connection to the remote Bigtable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Worker threads of the store's runtime: calls are I/O-bound, and the callers' own
+/// threads do the decoding of rows.
+const RUNTIME_THREADS: usize = 2;
+
+/// The gRPC clients of one remote instance.
+#[derive(Debug, Clone)]
+pub(crate) struct Clients {
+    pub(crate) data: BigtableClient<Channel>,
+    pub(crate) admin: BigtableTableAdminClient<Channel>,
+}
+
+/// A remote Bigtable instance as the time-series layer's store.
+pub struct RemoteStore {
+    instance: String,
+    endpoint: String,
+    clients: Clients,
+    runtime: Runtime,
+    clock: Arc<dyn Clock>,
+}
+
+/// The store's own runtime, stopped without waiting when the store is dropped (which
+/// may happen inside another runtime, where a blocking shutdown would panic).
+#[derive(Debug)]
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Runtime {
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+        self.0.as_ref().map(tokio::runtime::Runtime::handle)
+    }
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore")
+            .field("instance", &self.instance)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteStore {
+    /// Connects to `endpoint` (`host:port`, plain-text HTTP/2 as clients reach an
+    /// emulator through `BIGTABLE_EMULATOR_HOST`) for the tables of `instance`
+    /// (`projects/P/instances/I`). Fails if the endpoint does not accept a connection.
+    pub fn connect(instance: &str, endpoint: &str) -> StoreResult<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("almanac-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Storage(format!("cannot start the remote store's runtime: {e}")))?;
+        let runtime = Runtime(Some(runtime));
+        let uri = if endpoint.contains("://") {
+            endpoint.to_string()
+        } else {
+            format!("http://{endpoint}")
+        };
+        let target = Endpoint::from_shared(uri)
+            .map_err(|e| Error::Invalid(format!("bad Bigtable endpoint {endpoint:?}: {e}")))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_while_idle(true);
+        let channel =
+            spawn_wait(&runtime, async move { target.connect().await })?.map_err(|e| {
+                Error::Storage(format!(
+                    "cannot reach the Bigtable endpoint {endpoint}: {e}"
+                ))
+            })?;
+        let clients = Clients {
+            data: BigtableClient::new(channel.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            admin: BigtableTableAdminClient::new(channel)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        };
+        Ok(Self {
+            instance: instance.to_string(),
+            endpoint: endpoint.to_string(),
+            clients,
+            runtime,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// The endpoint the store talks to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// `projects/P/instances/I/tables/T`.
+    fn table_name(&self, table: &str) -> String {
+        format!("{}/tables/{table}", self.instance)
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it.
+    fn run<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> StoreResult<T> {
+        spawn_wait(&self.runtime, fut)
+    }
+
+    /// A unary admin call with retries when `idempotent`, mapped to the engine's errors.
+    fn admin_call<T, F, Fut>(&self, call: Call, idempotent: bool, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnMut(BigtableTableAdminClient<Channel>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
+    {
+        let client = self.clients.admin.clone();
+        let result = self.run(unary(client, idempotent, f))?;
+        result.map_err(|s| retry::store_error(&s, &call))
+    }
+}
+
+/// Spawns `fut` on `runtime` and waits for its output on a channel: no `block_on`, so
+/// the caller may be inside any runtime.
+fn spawn_wait<T: Send + 'static>(
+    runtime: &Runtime,
+    fut: impl Future<Output = T> + Send + 'static,
+) -> StoreResult<T> {
+    let stopped = || Error::Storage("the remote store's runtime has stopped".to_string());
+    let handle = runtime.handle().ok_or_else(stopped)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    handle.spawn(async move {
+        // The caller is gone only if its thread died: nothing to tell.
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| stopped())
+}
+
+/// One unary call, tried again after a retryable status while tries remain.
+pub(crate) async fn unary<C, T, F, Fut>(client: C, idempotent: bool, mut f: F) -> Result<T, Status>
+where
+    C: Clone,
+    F: FnMut(C) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+{
+    let mut backoff = Backoff::new();
+    loop {
+        let status = match tokio::time::timeout(ATTEMPT_TIMEOUT, f(client.clone())).await {
+            Ok(Ok(r)) => return Ok(r.into_inner()),
+            Ok(Err(s)) => s,
+            Err(_) => retry::timed_out(),
+        };
+        if !(idempotent && retry::retryable(&status)) {
+            return Err(status);
+        }
+        match backoff.next_wait() {
+            Some(wait) => tokio::time::sleep(wait).await,
+            None => return Err(status),
+        }
+    }
+}
+
+/// A request with the routing header Cloud Bigtable expects for a table.
+pub(crate) fn routed<T>(message: T, table_name: &str) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(message);
+    if let Ok(v) = format!("table_name={table_name}").parse() {
+        req.metadata_mut().insert("x-goog-request-params", v);
+    }
+    req
+}
+
+impl WideColumnStore for RemoteStore {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()> {
+        let column_families: HashMap<String, admin::ColumnFamily> = families
+            .iter()
+            .map(|(name, rule)| {
+                (
+                    name.to_string(),
+                    admin::ColumnFamily {
+                        gc_rule: wire::gc_rule(rule),
+                        ..Default::default()
+                    },
+                )
+            })
+            .collect();
+        let request = admin::CreateTableRequest {
+            parent: self.instance.clone(),
+            table_id: table.to_string(),
+            table: Some(admin::Table {
+                column_families,
+                granularity: admin::table::TimestampGranularity::Millis as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let call = Call {
+            rpc: "CreateTable",
+            table: self.table_name(table),
+        };
+        // Not retried: a second try of a create that went through answers ALREADY_EXISTS.
+        self.admin_call(call, false, move |mut c| {
+            let r = request.clone();
+            async move { c.create_table(r).await }
+        })
+        .map(drop)
+    }
+
+    fn delete_table(&self, table: &str) -> StoreResult<()> {
+        let name = self.table_name(table);
+        let call = Call {
+            rpc: "DeleteTable",
+            table: name.clone(),
+        };
+        self.admin_call(call, false, move |mut c| {
+            let r = admin::DeleteTableRequest { name: name.clone() };
+            async move { c.delete_table(r).await }
+        })
+    }
+
+    fn table_exists(&self, table: &str) -> StoreResult<bool> {
+        let name = self.table_name(table);
+        let call = Call {
+            rpc: "GetTable",
+            table: name.clone(),
+        };
+        match self.admin_call(call, true, move |mut c| {
+            let r = admin::GetTableRequest {
+                name: name.clone(),
+                view: admin::table::View::NameOnly as i32,
+            };
+            async move { c.get_table(r).await }
+        }) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
+        use admin::modify_column_families_request::{Modification, modification::Mod};
+        let name = self.table_name(table);
+        let request = admin::ModifyColumnFamiliesRequest {
+            name: name.clone(),
+            modifications: vec![Modification {
+                id: family.to_string(),
+                r#mod: Some(Mod::Update(admin::ColumnFamily {
+                    gc_rule: wire::gc_rule(&rule),
+                    ..Default::default()
+                })),
+                update_mask: Some(prost_types::FieldMask {
+                    paths: vec!["gc_rule".to_string()],
+                }),
+            }],
+            ..Default::default()
+        };
+        let call = Call {
+            rpc: "ModifyColumnFamilies",
+            table: name,
+        };
+        self.admin_call(call, true, move |mut c| {
+            let r = request.clone();
+            async move { c.modify_column_families(r).await }
+        })
+        .map(drop)
+    }
+
+    fn now_us(&self) -> i64 {
+        self.clock.now_us()
+    }
+
+    fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {
+        let name = self.table_name(table);
+        let client = self.clients.data.clone();
+        let rows = rows.to_vec();
+        self.run(mutate::mutate_rows(client, name, rows))?
+    }
+
+    fn read_rows(
+        &self,
+        table: &str,
+        req: ReadRequest,
+        visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
+    ) -> StoreResult<()> {
+        let handle = self
+            .runtime
+            .handle()
+            .ok_or_else(|| Error::Storage("the remote store's runtime has stopped".to_string()))?;
+        read::read_rows(
+            handle,
+            self.clients.data.clone(),
+            self.table_name(table),
+            req,
+            visit,
+        )
+    }
+}

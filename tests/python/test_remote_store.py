@@ -1,0 +1,180 @@
+"""`almanac serve --bigtable`: the Timestream endpoint over a remote Bigtable.
+
+A backend `almanac serve` plays the remote Bigtable; a front-end `almanac serve
+--bigtable projects/remote/instances/series --bigtable-endpoint BACKEND` takes boto3's
+WriteRecords and Query calls and keeps every time-series table, the catalog included, in
+the backend's instance. The Cloud SDK's emulator (`cbtemulator`) plays the backend too
+when it is installed. Nothing here talks to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from google.cloud import bigtable
+
+from bt_helpers import AlmanacServer, emulator_env, free_port, ts_query_client, ts_write_client
+
+REMOTE = "projects/remote/instances/series"
+EMULATOR = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
+DB = "remote_db"
+
+
+def _records(now_ms: int, hosts: int, points: int) -> list[dict]:
+    return [
+        {
+            "Dimensions": [{"Name": "host", "Value": f"h{h}"}],
+            "MeasureName": "cpu",
+            "MeasureValueType": "MULTI",
+            "MeasureValues": [
+                {"Name": "usage", "Value": str(h * 1000 + i), "Type": "DOUBLE"},
+                {"Name": "core", "Value": str(i % 4), "Type": "BIGINT"},
+            ],
+            "Time": str(now_ms - (points - i) * 1000),
+            "TimeUnit": "MILLISECONDS",
+        }
+        for h in range(hosts)
+        for i in range(points)
+    ]
+
+
+def _query(client, sql: str) -> list[list]:
+    rows, token = [], None
+    while True:
+        kw = {"QueryString": sql}
+        if token:
+            kw["NextToken"] = token
+        page = client.query(**kw)
+        rows += [[d.get("ScalarValue") for d in r["Data"]] for r in page["Rows"]]
+        token = page.get("NextToken")
+        if not token:
+            return rows
+
+
+def _front_end(almanac_bin, tmp_path, name: str, endpoint: str) -> AlmanacServer:
+    srv = AlmanacServer(
+        almanac_bin,
+        data_dir=tmp_path / f"{name}-data",
+        log_dir=tmp_path,
+        extra_args=("--bigtable", REMOTE, "--bigtable-endpoint", endpoint, "--seal-secs", "1",
+                    "--seal-quiet-secs", "0"),
+    )
+    srv.start()
+    return srv
+
+
+def _write_and_read(front: AlmanacServer, table: str) -> None:
+    write = ts_write_client(front.ts_endpoint)
+    query = ts_query_client(front.ts_endpoint)
+    try:
+        if DB not in [d["DatabaseName"] for d in write.list_databases()["Databases"]]:
+            write.create_database(DatabaseName=DB)
+        write.create_table(
+            DatabaseName=DB,
+            TableName=table,
+            RetentionProperties={
+                "MemoryStoreRetentionPeriodInHours": 24,
+                "MagneticStoreRetentionPeriodInDays": 7,
+            },
+        )
+        now_ms = int(time.time() * 1000)
+        records = _records(now_ms, hosts=5, points=200)
+        for i in range(0, len(records), 100):
+            write.write_records(DatabaseName=DB, TableName=table, Records=records[i : i + 100])
+        # A lower version of a stored point is refused with the stored version.
+        stale = dict(records[0], Version=2)
+        newer = dict(records[0], Version=5, MeasureValues=[
+            {"Name": "usage", "Value": "-1", "Type": "DOUBLE"},
+            {"Name": "core", "Value": "9", "Type": "BIGINT"},
+        ])
+        write.write_records(DatabaseName=DB, TableName=table, Records=[newer])
+        with pytest.raises(write.exceptions.RejectedRecordsException) as err:
+            write.write_records(DatabaseName=DB, TableName=table, Records=[stale])
+        assert err.value.response["RejectedRecords"][0]["ExistingVersion"] == 5
+
+        got = _query(query, f'SELECT host, count(*), sum(usage), max(core) FROM "{DB}"."{table}" '
+                            "GROUP BY host ORDER BY host")
+        want = []
+        for h in range(5):
+            usage = [h * 1000 + i for i in range(200)]
+            if h == 0:
+                usage[0] = -1
+            want.append([f"h{h}", "200", str(float(sum(usage))), "9" if h == 0 else "3"])
+        assert [[r[0], r[1], str(float(r[2])), r[3]] for r in got] == want
+        newest = _query(query, f'SELECT host, max(time) FROM "{DB}"."{table}" '
+                               "WHERE host = 'h3' AND time > ago(1h) GROUP BY host")
+        assert len(newest) == 1 and newest[0][0] == "h3"
+    finally:
+        write.close()
+        query.close()
+
+
+def _backend_tables(host: str) -> set[str]:
+    with emulator_env(host):
+        client = bigtable.Client(project="remote", admin=True)
+        try:
+            return {t.table_id for t in client.instance("series").list_tables()}
+        finally:
+            client.close()
+
+
+def test_timestream_over_an_almanac_backend(almanac_bin, tmp_path, _aws_env):
+    backend = AlmanacServer(almanac_bin, data_dir=tmp_path / "backend", log_dir=tmp_path,
+                            timestream=False)
+    backend.start()
+    front = _front_end(almanac_bin, tmp_path, "front", backend.host)
+    try:
+        _write_and_read(front, "cpu")
+        # The tables live in the backend's instance, the catalog beside them.
+        tables = _backend_tables(backend.host)
+        assert f"{DB}.cpu" in tables and "_catalog" in tables, tables
+        # A new front-end on an empty data directory sees the same database and points.
+        assert front.stop() == 0
+        other = _front_end(almanac_bin, tmp_path, "other", backend.host)
+        try:
+            query = ts_query_client(other.ts_endpoint)
+            rows = _query(query, f'SELECT count(*) FROM "{DB}"."cpu"')
+            assert rows == [["1000"]]
+            query.close()
+        finally:
+            assert other.stop() == 0
+    finally:
+        if front.running:
+            front.stop()
+        assert backend.stop() == 0
+
+
+@pytest.mark.skipif(not os.path.exists(EMULATOR), reason="the Cloud SDK's cbtemulator is not installed")
+def test_timestream_over_the_cloud_sdk_emulator(almanac_bin, tmp_path, _aws_env):
+    port = free_port()
+    emulator = subprocess.Popen([EMULATOR, "-host", "127.0.0.1", "-port", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        front = _front_end(almanac_bin, tmp_path, "front", f"127.0.0.1:{port}")
+        try:
+            _write_and_read(front, "cpu_emulated")
+        finally:
+            assert front.stop() == 0
+    finally:
+        emulator.kill()
+        emulator.wait()
+
+
+def test_bad_remote_flags_are_refused_by_name(almanac_bin, tmp_path):
+    def serve(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [almanac_bin, "serve", "--data-dir", str(tmp_path / "d"), "--addr",
+             f"127.0.0.1:{free_port()}", "--timestream-addr", f"127.0.0.1:{free_port()}",
+             "--console-addr", "off", *args],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    no_endpoint = serve("--bigtable", REMOTE)
+    assert no_endpoint.returncode != 0 and "--bigtable-endpoint" in no_endpoint.stderr
+    bad_name = serve("--bigtable", "remote/series", "--bigtable-endpoint", "127.0.0.1:1")
+    assert bad_name.returncode != 0 and "projects/PROJECT/instances/INSTANCE" in bad_name.stderr
+    dead = serve("--bigtable", REMOTE, "--bigtable-endpoint", f"127.0.0.1:{free_port()}")
+    assert dead.returncode != 0 and "cannot reach the Bigtable endpoint" in dead.stderr
