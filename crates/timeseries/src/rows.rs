@@ -338,6 +338,9 @@ pub fn decode_row_within(
         )?,
         None => Vec::with_capacity(slots.len()),
     };
+    // Retention applies on read, as it does to a block's points: a remote Bigtable
+    // (Cloud Bigtable, its emulator) collects expired cells lazily, days later.
+    let horizon_us = crate::seal::retention_horizon_us(meta, now_us);
     for (slot, part) in slots {
         let measures = match (multi, part.single) {
             (false, Some(v)) => Measures::Single(v),
@@ -349,6 +352,9 @@ pub fn decode_row_within(
         } else {
             parts.time
         };
+        if cell_ts_us(time_ns) < horizon_us {
+            continue;
+        }
         out.push(Point {
             dimensions: dimensions.clone(),
             measure_name: parts.measure.clone().into(),

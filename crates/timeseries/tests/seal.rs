@@ -340,7 +340,7 @@ fn sealing_is_invisible_to_readers_and_writers() -> Result {
 fn a_sealed_bucket_is_one_row_and_expires_point_by_point() -> Result {
     let f = fixture("seal-rows")?;
     let t = table(&f, Pattern::RowSerialized, false)?;
-    let start = (NOW_MS - 5 * HOUR_MS) / HOUR_MS * HOUR_MS;
+    let start = (now_ms() - 5 * HOUR_MS) / HOUR_MS * HOUR_MS;
     let records: Vec<Record> = (0..360)
         .map(|i| {
             single(
@@ -369,8 +369,8 @@ fn a_sealed_bucket_is_one_row_and_expires_point_by_point() -> Result {
     // The table keeps max(24 h in memory, 30 days on magnetic storage): move the clock
     // so that the bucket's first half is past the retention and its second half is not.
     let keep_ms = 30 * 24 * HOUR_MS;
-    let now_ms = start + keep_ms + 180 * 10_000;
-    f.clock.advance((now_ms - NOW_MS) * 1000);
+    let later_ms = start + keep_ms + 180 * 10_000;
+    f.clock.advance((later_ms - now_ms()) * 1000);
     let got = all(&f.ts, &t, &Selection::default())?;
     assert_eq!(got.len(), 180, "points past the retention are not returned");
     assert!(

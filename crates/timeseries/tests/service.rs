@@ -17,7 +17,7 @@ fn every_pattern_round_trips_single_and_multi_records() -> Result {
         for reverse in [false, true] {
             let f = fixture("roundtrip")?;
             let t = table(&f, pattern, reverse)?;
-            let base = NOW_MS - 3_600_000;
+            let base = now_ms() - 3_600_000;
             let mut records = Vec::new();
             for balloon in ["3698", "3699"] {
                 for minute in 0..5 {
@@ -125,7 +125,7 @@ fn versions_upsert_idempotent_or_rejected_with_the_stored_version() -> Result {
         let f = fixture("versions")?;
         let t = table(&f, pattern, false)?;
         let d = [("host", "h1")];
-        let time = NOW_MS - 1000;
+        let time = now_ms() - 1000;
         let mut r = single(&d, "cpu", "DOUBLE", "1.5", time);
         f.ts.write_records("db1", &t, None, std::slice::from_ref(&r))?;
         // Same version, same value: accepted, nothing changes.
@@ -193,7 +193,7 @@ fn bucketed_patterns_keep_one_point_per_series_per_millisecond() -> Result {
     for pattern in [Pattern::BucketColumns, Pattern::BucketCells] {
         let f = fixture("collide")?;
         let t = table(&f, pattern, false)?;
-        let ns = (NOW_MS - 10) * 1_000_000;
+        let ns = (now_ms() - 10) * 1_000_000;
         let mut a = single(&[("h", "1")], "cpu", "DOUBLE", "1", ns + 1);
         a.time_unit = Some("NANOSECONDS".into());
         let mut b = a.clone();
@@ -217,10 +217,16 @@ fn retention_windows_and_magnetic_writes() -> Result {
     let f = fixture("retention")?;
     let t = table(&f, Pattern::BucketCells, false)?;
     let hour = 3_600_000;
-    let old = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS - 25 * hour);
-    let future = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS + 16 * 60_000);
-    let ancient = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS - 31 * 24 * hour);
-    let ok = single(&[("h", "1")], "cpu", "DOUBLE", "1", NOW_MS - 23 * hour);
+    let old = single(&[("h", "1")], "cpu", "DOUBLE", "1", now_ms() - 25 * hour);
+    let future = single(&[("h", "1")], "cpu", "DOUBLE", "1", now_ms() + 16 * 60_000);
+    let ancient = single(
+        &[("h", "1")],
+        "cpu",
+        "DOUBLE",
+        "1",
+        now_ms() - 31 * 24 * hour,
+    );
+    let ok = single(&[("h", "1")], "cpu", "DOUBLE", "1", now_ms() - 23 * hour);
     let r = rejected(f.ts.write_records(
         "db1",
         &t,
@@ -255,7 +261,7 @@ fn retention_windows_and_magnetic_writes() -> Result {
 fn schema_types_and_request_limits() -> Result {
     let f = fixture("schema")?;
     let t = table(&f, Pattern::RowColumns, false)?;
-    let time = NOW_MS - 1;
+    let time = now_ms() - 1;
     f.ts.write_records(
         "db1",
         &t,
@@ -379,7 +385,7 @@ fn a_required_dimension_partition_key_rejects_records_without_it() -> Result {
             ..NewTable::default()
         },
     )?;
-    let t = NOW_MS - 60_000;
+    let t = now_ms() - 60_000;
     let with = single(&[("host", "a"), ("dc", "x")], "cpu", "DOUBLE", "1", t);
     let without = single(&[("dc", "x")], "cpu", "DOUBLE", "2", t + 1);
     let r =

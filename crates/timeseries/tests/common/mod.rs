@@ -10,16 +10,31 @@ pub use almanac_engine::clock::ManualClock;
 use almanac_engine::{Durability, Engine, Options};
 pub use almanac_timeseries::{
     Dimension, EmbeddedStore, Error, Layout, MeasureValue, Measures, NewTable, Pattern, Point,
-    Record, Retention, Selection, TimeSeries, Value,
+    Record, Retention, Selection, SharedStore, TimeSeries, Value,
 };
 
 pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// 2023-11-14T22:13:20Z.
-pub const NOW_MS: i64 = 1_700_000_000_000;
+/// `HOST:PORT` of a Bigtable (another `almanac serve`, or the Cloud SDK's emulator) the
+/// fixtures keep their tables in, one instance each, instead of an embedded engine.
+pub const REMOTE_ENV: &str = "ALMANAC_TEST_BIGTABLE";
+
+/// The fixtures' starting time: 2023-11-14T22:13:20Z on an embedded engine; over a
+/// remote Bigtable, the present whole second, since the remote judges cell ages by its
+/// own clock.
+pub fn now_ms() -> i64 {
+    static NOW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *NOW.get_or_init(|| match std::env::var(REMOTE_ENV) {
+        Ok(_) => {
+            use almanac_engine::clock::Clock;
+            almanac_engine::clock::SystemClock.now_us() / 1_000_000 * 1000
+        }
+        Err(_) => 1_700_000_000_000,
+    })
+}
 
 pub struct Fixture {
-    pub ts: TimeSeries<EmbeddedStore>,
+    pub ts: TimeSeries<SharedStore>,
     pub clock: Arc<ManualClock>,
     pub _dir: tempdir::Dir,
 }
@@ -44,7 +59,19 @@ pub mod tempdir {
     }
 }
 
-pub fn open_at(path: &Path, clock: Arc<ManualClock>) -> Result<TimeSeries<EmbeddedStore>> {
+pub fn open_at(path: &Path, clock: Arc<ManualClock>) -> Result<TimeSeries<SharedStore>> {
+    if let Ok(endpoint) = std::env::var(REMOTE_ENV) {
+        // One instance a fixture directory: a reopen finds the same tables.
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let instance = format!("projects/test/instances/{name}");
+        let store =
+            almanac_remote::RemoteStore::connect(&instance, &endpoint)?.with_clock(clock.clone());
+        let store: SharedStore = Arc::new(store);
+        return Ok(TimeSeries::open(Arc::new(store), clock)?);
+    }
     let options = || Options {
         durability: Durability::None,
         clock: clock.clone(),
@@ -64,12 +91,12 @@ pub fn open_at(path: &Path, clock: Arc<ManualClock>) -> Result<TimeSeries<Embedd
         }
     }
     let store = EmbeddedStore::new(Arc::new(engine?), almanac_timeseries::DEFAULT_INSTANCE);
-    Ok(TimeSeries::open(Arc::new(store), clock)?)
+    Ok(TimeSeries::open(store.shared(), clock)?)
 }
 
 pub fn fixture(tag: &str) -> Result<Fixture> {
     let dir = tempdir::Dir::new(tag);
-    let clock = Arc::new(ManualClock::new(NOW_MS * 1000));
+    let clock = Arc::new(ManualClock::new(now_ms() * 1000));
     let ts = open_at(&dir.0, clock.clone())?;
     Ok(Fixture {
         ts,
@@ -139,7 +166,7 @@ pub fn multi(d: &[(&str, &str)], values: &[(&str, &str, &str)], time_ms: i64) ->
 }
 
 pub fn all(
-    ts: &TimeSeries<EmbeddedStore>,
+    ts: &TimeSeries<SharedStore>,
     table: &str,
     sel: &Selection,
 ) -> Result<Vec<Point<'static>>> {
