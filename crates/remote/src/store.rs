@@ -28,6 +28,9 @@ use crate::{mutate, read, wire};
 
 /// How long to wait for the TCP connection to the remote Bigtable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Write requests a front-end runs at once over a remote store: each spends most of its
+/// time waiting for the remote's answers, so many overlap on a few cores.
+pub const WRITE_CONCURRENCY: usize = 32;
 /// Worker threads of the store's runtime: calls are I/O-bound, and the callers' own
 /// threads do the decoding of rows.
 const RUNTIME_THREADS: usize = 2;
@@ -309,6 +312,10 @@ impl WideColumnStore for RemoteStore {
 
     fn now_us(&self) -> i64 {
         self.clock.now_us()
+    }
+
+    fn write_concurrency(&self) -> usize {
+        WRITE_CONCURRENCY
     }
 
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {

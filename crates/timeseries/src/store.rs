@@ -49,6 +49,12 @@ pub trait WideColumnStore: Send + Sync + 'static {
     fn sync(&self) -> StoreResult<()> {
         Ok(())
     }
+    /// How many write requests are worth running at once: one a core for a store that
+    /// computes in the caller's thread (the default); more for one whose writes wait on
+    /// the network.
+    fn write_concurrency(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
     /// ReadRows: rows in key order (or reversed), each passed to `visit` until it
     /// returns `Break`.
     fn read_rows(
@@ -94,6 +100,9 @@ impl WideColumnStore for SharedStore {
     }
     fn sync(&self) -> StoreResult<()> {
         self.as_ref().sync()
+    }
+    fn write_concurrency(&self) -> usize {
+        self.as_ref().write_concurrency()
     }
     fn read_rows(
         &self,

@@ -92,10 +92,11 @@ pub struct App {
     pub results: Mutex<results::ResultCache>,
     /// Permits of running queries ([`query_ops::MAX_CONCURRENT_QUERIES`]).
     pub query_slots: tokio::sync::Semaphore,
-    /// Permits of write operations using CPU: one per core. A WriteRecords request
-    /// holds one while it parses and applies its records and gives it back before it
-    /// waits for its fsync, so more requests in flight than cores overlap their
-    /// fsyncs without taking turns on the cores.
+    /// Permits of write operations: the store's write concurrency (one per core for
+    /// the embedded engine; more over a remote store, whose writes wait on the network).
+    /// A WriteRecords request holds one while it parses and applies its records and
+    /// gives it back before it waits for its fsync, so more requests in flight than
+    /// cores overlap their fsyncs without taking turns on the cores.
     pub write_slots: Arc<tokio::sync::Semaphore>,
     /// The server's metrics.
     pub metrics: Arc<almanac_console::Metrics>,
@@ -641,6 +642,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let scheduler = tokio::spawn(run_scheduler(Arc::clone(&scheduled)));
+    let write_slots = ts.store().write_concurrency();
     let app = Arc::new(App {
         ts,
         sql,
@@ -652,9 +654,7 @@ pub async fn serve(
             results::random_seed(),
         )),
         query_slots: tokio::sync::Semaphore::new(query_ops::MAX_CONCURRENT_QUERIES),
-        write_slots: Arc::new(tokio::sync::Semaphore::new(
-            std::thread::available_parallelism().map_or(1, usize::from),
-        )),
+        write_slots: Arc::new(tokio::sync::Semaphore::new(write_slots)),
         metrics: Arc::clone(&metrics),
         gate,
     });
