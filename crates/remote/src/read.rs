@@ -40,14 +40,24 @@ pub(crate) fn read_rows(
     visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
 ) -> StoreResult<()> {
     let (tx, rx) = mpsc::sync_channel(ROW_BUFFER);
-    handle.spawn(stream_rows(client, table_name, req, tx));
+    handle.spawn(stream_rows(client, table_name.clone(), req, tx));
     for item in rx {
-        if visit(item?).is_break() {
-            break;
+        // `None` marks the end: a channel closed without it is a task that stopped
+        // short (its runtime shut down), which must not pass for a shorter table.
+        let Some(row) = item? else {
+            return Ok(());
+        };
+        if visit(row).is_break() {
+            return Ok(());
         }
     }
-    Ok(())
+    Err(Error::Storage(format!(
+        "remote Bigtable: the read of {table_name} stopped before its end"
+    )))
 }
+
+/// What the task hands the caller: rows, then `None` at the end, or an error.
+type Item = StoreResult<Option<Row>>;
 
 /// Why a read stopped short.
 enum Failure {
@@ -62,7 +72,7 @@ async fn stream_rows(
     client: BigtableClient<Channel>,
     table_name: String,
     req: ReadRequest,
-    tx: SyncSender<StoreResult<Row>>,
+    tx: SyncSender<Item>,
 ) {
     let mut result = read_all(&client, &table_name, &req, &mut |row| send(&tx, row)).await;
     if req.reversed
@@ -74,12 +84,13 @@ async fn stream_rows(
         rpc: "ReadRows",
         table: table_name,
     };
-    let error = match result {
-        Ok(()) => return,
-        Err(Failure::Status(s)) => retry::store_error(&s, &call),
-        Err(Failure::Broken(e)) => e,
+    let last = match result {
+        Ok(()) => Ok(None),
+        Err(Failure::Status(s)) => Err(retry::store_error(&s, &call)),
+        Err(Failure::Broken(e)) => Err(e),
     };
-    let _ = tx.send(Err(error));
+    // The caller may have stopped reading already: then nobody waits for this.
+    let _ = tokio::task::block_in_place(|| tx.send(last));
 }
 
 /// A reversed read from a server without reverse scans (the Cloud SDK's emulator): the
@@ -88,7 +99,7 @@ async fn reversed_forward(
     client: &BigtableClient<Channel>,
     table_name: &str,
     req: &ReadRequest,
-    tx: &SyncSender<StoreResult<Row>>,
+    tx: &SyncSender<Item>,
 ) -> Result<(), Failure> {
     let cap = req.limit.filter(|l| *l > 0).map(|l| l as usize);
     let forward = ReadRequest {
@@ -206,8 +217,8 @@ async fn one_try(
 
 /// Hands a row to the visitor's thread, waiting (off the runtime's async work) while
 /// the buffer is full; `false` once the visitor has stopped.
-fn send(tx: &SyncSender<StoreResult<Row>>, row: Row) -> bool {
-    match tx.try_send(Ok(row)) {
+fn send(tx: &SyncSender<Item>, row: Row) -> bool {
+    match tx.try_send(Ok(Some(row))) {
         Ok(()) => true,
         Err(TrySendError::Disconnected(_)) => false,
         Err(TrySendError::Full(item)) => tokio::task::block_in_place(|| tx.send(item).is_ok()),
