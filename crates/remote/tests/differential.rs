@@ -226,6 +226,16 @@ fn same_reads(
     }
 }
 
+/// A seal pass over both layers, which must seal as many buckets.
+fn seal_both(pair: [&TimeSeries<SharedStore>; 2], table: &str, ctx: &str) -> u64 {
+    let a = pair[0].seal("db1", table).expect("seal the reference");
+    let b = pair[1]
+        .seal("db1", table)
+        .expect("seal over the remote store");
+    assert_eq!(a.buckets, b.buckets, "{ctx}: buckets sealed");
+    b.buckets
+}
+
 /// Random writes and seal passes to both layers, reads compared along the way.
 fn run(endpoint: &str, pattern: Pattern, seed: u64) {
     let ctx = format!("{endpoint} {pattern:?} seed={seed}");
@@ -263,14 +273,7 @@ fn run(endpoint: &str, pattern: Pattern, seed: u64) {
     let mut sealed = 0;
     for step in 0..80 {
         match rng.below(10) {
-            0 => {
-                let a = reference.seal("db1", &table).expect("seal the reference");
-                let b = remote
-                    .seal("db1", &table)
-                    .expect("seal over the remote store");
-                assert_eq!(a.buckets, b.buckets, "{ctx} step {step}: buckets sealed");
-                sealed += b.buckets;
-            }
+            0 => sealed += seal_both([&reference, &remote], &table, &format!("{ctx} step {step}")),
             1 => clock.advance(rng.below(20 * 60_000_000) as i64),
             _ => {
                 let now_ms = clock.now_us() / 1000;
@@ -316,12 +319,7 @@ fn run(endpoint: &str, pattern: Pattern, seed: u64) {
         }
     }
     clock.advance(2 * HOUR_MS * 1000);
-    let a = reference.seal("db1", &table).expect("seal the reference");
-    let b = remote
-        .seal("db1", &table)
-        .expect("seal over the remote store");
-    assert_eq!(a.buckets, b.buckets, "{ctx}: last seal");
-    sealed += b.buckets;
+    sealed += seal_both([&reference, &remote], &table, &format!("{ctx} last"));
     assert!(sealed > 0, "{ctx}: nothing was sealed");
     same_reads(
         [&reference, &remote],
