@@ -153,7 +153,7 @@ fn overview_json(c: &Console) -> Result<Value> {
         instances.push(json!({ "name": instance, "tables": tables }));
     }
     let mut databases: Vec<Value> = Vec::new();
-    for db in c.ts.list_databases(None, usize::MAX) {
+    for db in c.ts.list_databases(None, usize::MAX)? {
         let tables: Vec<Value> =
             c.ts.list_tables(Some(&db.name), None, usize::MAX)?
                 .iter()

@@ -14,9 +14,12 @@ use std::time::Duration;
 
 use almanac_api::google::bigtable::admin::v2 as admin;
 use almanac_api::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
+use almanac_api::google::bigtable::v2 as data;
 use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
 use almanac_engine::clock::{Clock, SystemClock};
+use almanac_engine::filter::RowFilter;
 use almanac_engine::limits::MAX_MESSAGE_BYTES;
+use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::GcRule;
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
 use almanac_timeseries::{StoreResult, WideColumnStore};
@@ -316,6 +319,42 @@ impl WideColumnStore for RemoteStore {
 
     fn write_concurrency(&self) -> usize {
         WRITE_CONCURRENCY
+    }
+
+    fn other_writers(&self) -> bool {
+        true
+    }
+
+    fn check_and_mutate(
+        &self,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> StoreResult<bool> {
+        let table_name = self.table_name(table);
+        let request = data::CheckAndMutateRowRequest {
+            table_name: table_name.clone(),
+            row_key: key.to_vec().into(),
+            predicate_filter: predicate.map(wire::filter),
+            true_mutations: on_match.iter().map(wire::mutation).collect(),
+            false_mutations: on_miss.iter().map(wire::mutation).collect(),
+            ..Default::default()
+        };
+        let call = Call {
+            rpc: "CheckAndMutateRow",
+            table: table_name.clone(),
+        };
+        // Not retried: a try that went through would be judged again on its own result.
+        let client = self.clients.data.clone();
+        let answer = self.run(unary(client, false, move |mut c| {
+            let r = routed(request.clone(), &table_name);
+            async move { c.check_and_mutate_row(r).await }
+        }))?;
+        answer
+            .map(|a| a.predicate_matched)
+            .map_err(|s| retry::store_error(&s, &call))
     }
 
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {

@@ -4,7 +4,6 @@
 //! that failed with a retryable status and may be sent twice.
 #![expect(
     clippy::expect_used,
-    clippy::panic,
     reason = "a test should stop loudly at the first surprise"
 )]
 
@@ -47,7 +46,7 @@ fn cell(i: usize, commit: bool) -> CellChunk {
     CellChunk {
         row_key: key(i).into(),
         family_name: Some("f".to_string()),
-        qualifier: Some(b"q".to_vec().into()),
+        qualifier: Some(b"q".to_vec()),
         timestamp_micros: 1000,
         value: key(i).into(),
         row_status: commit.then_some(RowStatus::CommitRow(true)),

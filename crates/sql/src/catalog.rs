@@ -94,6 +94,7 @@ impl CatalogProvider for SqlCatalog {
         names.extend(
             self.ts
                 .list_databases(None, MAX_LISTED)
+                .unwrap_or_default()
                 .into_iter()
                 .map(|d| d.name)
                 .filter(|db| {

@@ -391,7 +391,7 @@ pub(crate) fn answer(
     }
     match statement {
         Statement::Databases { like } => {
-            let dbs = ts.list_databases(None, MAX_LISTED + 1);
+            let dbs = ts.list_databases(None, MAX_LISTED + 1)?;
             if dbs.len() > MAX_LISTED {
                 return Err(Error::ResourcesExhausted(format!(
                     "SHOW DATABASES lists at most {MAX_LISTED} databases"

@@ -1,19 +1,29 @@
 //! Databases and tables, kept in the store itself (table [`CATALOG_TABLE`], one row per
 //! database `d/{db}` and per table `t/{db}/{table}`, the description as JSON in
-//! `c:m`), so the same catalog works on the embedded engine and on a remote Bigtable.
-//! The whole catalog is loaded at open and cached; DDL is serialized by one lock and
-//! writes the store before the cache.
+//! `c:m` and a generation in `c:g`), so the same catalog works on the embedded engine
+//! and on a remote Bigtable shared by several front-ends.
+//!
+//! The whole catalog is loaded at open and cached; DDL is serialized by one lock in
+//! this process and writes the store before the cache. Every write is conditional on
+//! the row's generation (`stored.rs`), so front-ends in other processes agree: a
+//! writer that finds the row changed reads it again and decides anew (two creates of
+//! one table: one succeeds, the other is a conflict; two schemas grown at once: both
+//! names admitted). Over a store that other processes write
+//! ([`WideColumnStore::other_writers`]), listings and descriptions read the catalog
+//! again first, and a table's cached description is read again once it is
+//! [`REFRESH_AFTER`] old.
 //!
 //! Record layout: docs/format.md#time-series-catalog
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
-use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::GcRule;
-use almanac_engine::{ReadRequest, RowMutations};
 use serde::{Deserialize, Serialize};
+
+use self::stored::{Expect, StoredRow};
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -26,8 +36,17 @@ use crate::store::WideColumnStore;
 use crate::tags::{Resource, Tag};
 use crate::unsealed::Unsealed;
 
+mod stored;
+
 /// The store table holding the catalog.
 pub const CATALOG_TABLE: &str = "_catalog";
+/// Tries of a change that keeps finding its row changed by another front-end.
+const MAX_CHANGE_TRIES: usize = 16;
+/// How old a table's cached description may get, over a store other processes write,
+/// before a lookup reads it again: the longest another front-end's new dimension can go
+/// unseen by this one's readers (its writers see it at once, through the conditional
+/// write that fails).
+pub const REFRESH_AFTER: Duration = Duration::from_secs(1);
 /// Its one family.
 const CATALOG_FAMILY: &str = "c";
 /// The qualifier of a description.
@@ -107,6 +126,10 @@ pub struct NewTable {
 #[derive(Debug)]
 pub struct TableHandle {
     meta: RwLock<Arc<TableMeta>>,
+    /// The generation of the stored row the description came from.
+    generation: AtomicU64,
+    /// When the description was last read or written, ms since the catalog opened.
+    fresh_ms: AtomicI64,
     /// Held while the schema grows, so two writers never persist divergent schemas.
     pub(crate) schema_lock: Mutex<()>,
     /// Series locks and high-water marks of the write path.
@@ -116,9 +139,11 @@ pub struct TableHandle {
 }
 
 impl TableHandle {
-    fn new(meta: TableMeta) -> Arc<Self> {
+    fn new(meta: TableMeta, generation: u64, now_ms: i64) -> Arc<Self> {
         Arc::new(Self {
             meta: RwLock::new(Arc::new(meta)),
+            generation: AtomicU64::new(generation),
+            fresh_ms: AtomicI64::new(now_ms),
             schema_lock: Mutex::new(()),
             series: SeriesLocks::default(),
             unsealed: Unsealed::default(),
@@ -133,18 +158,22 @@ impl TableHandle {
         }
     }
 
-    fn set_meta(&self, meta: TableMeta) {
+    fn set_meta(&self, meta: TableMeta, generation: u64, now_ms: i64) {
         let mut g = self
             .meta
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *g = Arc::new(meta);
+        self.generation.store(generation, Ordering::Release);
+        self.fresh_ms.store(now_ms, Ordering::Release);
     }
 }
 
 #[derive(Debug, Default)]
 struct State {
     databases: BTreeMap<String, DatabaseInfo>,
+    /// The generation of each database's stored row.
+    db_generations: BTreeMap<String, u64>,
     tables: BTreeMap<(String, String), Arc<TableHandle>>,
 }
 
@@ -153,6 +182,8 @@ struct State {
 pub struct SeriesCatalog<S> {
     store: Arc<S>,
     state: RwLock<State>,
+    /// The time base of [`TableHandle`] freshness.
+    opened: Instant,
 }
 
 fn db_row(db: &str) -> Vec<u8> {
@@ -178,40 +209,61 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
     /// Opens (creating on first use) the catalog in `store`.
     pub fn open(store: Arc<S>) -> Result<Self> {
         if !store.table_exists(CATALOG_TABLE)? {
-            store.create_table(CATALOG_TABLE, &[(CATALOG_FAMILY, GcRule::MaxVersions(1))])?;
-        }
-        let mut state = State::default();
-        let mut failure = None;
-        store.read_rows(CATALOG_TABLE, ReadRequest::default(), &mut |row| {
-            let Some(cell) = row.cells.iter().find(|c| &*c.qualifier == META_QUALIFIER) else {
-                return ControlFlow::Continue(());
-            };
-            let loaded = if row.key.starts_with(b"d/") {
-                serde_json::from_slice::<DatabaseInfo>(&cell.value).map(|d| {
-                    state.databases.insert(d.name.clone(), d);
-                })
-            } else {
-                serde_json::from_slice::<TableMeta>(&cell.value).map(|t| {
-                    state
-                        .tables
-                        .insert((t.database.clone(), t.name.clone()), TableHandle::new(t));
-                })
-            };
-            match loaded {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => {
-                    failure = Some(corrupt(e));
-                    ControlFlow::Break(())
-                }
+            match store.create_table(CATALOG_TABLE, &[(CATALOG_FAMILY, GcRule::MaxVersions(1))]) {
+                // Another front-end created it first.
+                Ok(()) | Err(almanac_engine::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
-        })?;
-        if let Some(e) = failure {
-            return Err(e);
         }
-        Ok(Self {
+        let catalog = Self {
             store,
-            state: RwLock::new(state),
-        })
+            state: RwLock::new(State::default()),
+            opened: Instant::now(),
+        };
+        catalog.reload(&mut catalog.write())?;
+        Ok(catalog)
+    }
+
+    /// Milliseconds since the catalog opened: the time base of freshness.
+    fn now_ms(&self) -> i64 {
+        self.opened.elapsed().as_millis() as i64
+    }
+
+    /// Reads the whole catalog again into `st`. Handles of tables still there are
+    /// kept (their series locks and marks belong to this process), with the stored
+    /// description.
+    fn reload(&self, st: &mut State) -> Result<()> {
+        let now_ms = self.now_ms();
+        let mut next = State::default();
+        stored::read_all(self.store.as_ref(), &mut |key, row| {
+            if key.starts_with(b"d/") {
+                let d: DatabaseInfo = serde_json::from_slice(&row.json).map_err(corrupt)?;
+                next.db_generations.insert(d.name.clone(), row.generation);
+                next.databases.insert(d.name.clone(), d);
+            } else {
+                let t: TableMeta = serde_json::from_slice(&row.json).map_err(corrupt)?;
+                let name = (t.database.clone(), t.name.clone());
+                let handle = match st.tables.get(&name) {
+                    Some(h) if h.meta().store_table == t.store_table => {
+                        h.set_meta(t, row.generation, now_ms);
+                        Arc::clone(h)
+                    }
+                    _ => TableHandle::new(t, row.generation, now_ms),
+                };
+                next.tables.insert(name, handle);
+            }
+            Ok(())
+        })?;
+        *st = next;
+        Ok(())
+    }
+
+    /// Reads the catalog again first when other processes may have changed it.
+    fn reload_if_shared(&self, st: &mut State) -> Result<()> {
+        if self.store.other_writers() {
+            self.reload(st)?;
+        }
+        Ok(())
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -226,40 +278,61 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn put(&self, key: Vec<u8>, json: Vec<u8>) -> Result<()> {
-        self.apply(RowMutations {
-            key,
-            mutations: vec![Mutation::SetCell {
-                family: CATALOG_FAMILY.into(),
-                qualifier: META_QUALIFIER.to_vec(),
-                timestamp_us: 0,
-                value: json,
-            }],
-        })
-    }
-
-    fn apply(&self, row: RowMutations) -> Result<()> {
-        for r in self
-            .store
-            .mutate_rows(CATALOG_TABLE, std::slice::from_ref(&row))?
-        {
-            r?;
+    /// Changes a table's description: `change` maps the current description to the
+    /// next (`None`: nothing to change), which is written only if the stored row is
+    /// still the one it was read from; otherwise the row is read again and `change`
+    /// runs on what another front-end wrote. The caller holds the table's schema lock.
+    pub(crate) fn change_table(
+        &self,
+        handle: &TableHandle,
+        mut change: impl FnMut(&TableMeta) -> Result<Option<TableMeta>>,
+    ) -> Result<Arc<TableMeta>> {
+        for _ in 0..MAX_CHANGE_TRIES {
+            let current = handle.meta();
+            let Some(next) = change(&current)? else {
+                return Ok(current);
+            };
+            let key = table_row(&next.database, &next.name);
+            let json = serde_json::to_vec(&next).map_err(corrupt)?;
+            let expect = Expect::Generation(handle.generation.load(Ordering::Acquire));
+            if let Some(generation) = stored::write_row(self.store.as_ref(), &key, json, expect)? {
+                handle.set_meta(next, generation, self.now_ms());
+                return Ok(handle.meta());
+            }
+            self.refresh(handle)?;
         }
-        Ok(())
+        Err(self.contended(&handle.meta().name))
     }
 
-    fn put_db(&self, d: &DatabaseInfo) -> Result<()> {
-        self.put(db_row(&d.name), serde_json::to_vec(d).map_err(corrupt)?)
+    /// Reads a table's stored description into its handle.
+    fn refresh(&self, handle: &TableHandle) -> Result<()> {
+        let meta = handle.meta();
+        match stored::read_row(self.store.as_ref(), &table_row(&meta.database, &meta.name))? {
+            Some(StoredRow { json, generation }) => {
+                let fresh: TableMeta = serde_json::from_slice(&json).map_err(corrupt)?;
+                // A table deleted and made again elsewhere is another table: its
+                // handle (series marks, unsealed buckets) must not carry over.
+                if fresh.store_table == meta.store_table {
+                    handle.set_meta(fresh, generation, self.now_ms());
+                    return Ok(());
+                }
+                Err(Error::NotFound {
+                    kind: "table",
+                    name: meta.name.clone(),
+                })
+            }
+            None => Err(Error::NotFound {
+                kind: "table",
+                name: meta.name.clone(),
+            }),
+        }
     }
 
-    /// Persists a table description (and caches it).
-    pub(crate) fn put_table(&self, handle: &TableHandle, meta: TableMeta) -> Result<()> {
-        self.put(
-            table_row(&meta.database, &meta.name),
-            serde_json::to_vec(&meta).map_err(corrupt)?,
-        )?;
-        handle.set_meta(meta);
-        Ok(())
+    /// The error of a change that lost to other front-ends [`MAX_CHANGE_TRIES`] times.
+    fn contended(&self, name: &str) -> Error {
+        Error::Contended(format!(
+            "{name} was changed by other writers {MAX_CHANGE_TRIES} times while this change was made; try again"
+        ))
     }
 
     fn with_count(state: &State, d: &DatabaseInfo) -> DatabaseInfo {
@@ -284,6 +357,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         let mut checked = Vec::new();
         crate::tags::add(&mut checked, tags)?;
         let mut st = self.write();
+        self.reload_if_shared(&mut st)?;
         if st.databases.contains_key(name) {
             return Err(Error::Conflict {
                 kind: "database",
@@ -303,13 +377,27 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             table_count: 0,
             tags: checked,
         };
-        self.put_db(&d)?;
+        let json = serde_json::to_vec(&d).map_err(corrupt)?;
+        let Some(generation) =
+            stored::write_row(self.store.as_ref(), &db_row(name), json, Expect::Absent)?
+        else {
+            // Another front-end created it first.
+            self.reload(&mut st)?;
+            return Err(Error::Conflict {
+                kind: "database",
+                name: name.into(),
+            });
+        };
+        st.db_generations.insert(name.into(), generation);
         st.databases.insert(name.into(), d.clone());
         Ok(d)
     }
 
     /// DescribeDatabase.
     pub fn database(&self, name: &str) -> Result<DatabaseInfo> {
+        if self.store.other_writers() {
+            self.reload(&mut self.write())?;
+        }
         let st = self.read();
         let d = st.databases.get(name).ok_or_else(|| Error::NotFound {
             kind: "database",
@@ -319,14 +407,18 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
     }
 
     /// ListDatabases: up to `max` databases after `after` (exclusive), in name order.
-    pub fn databases(&self, after: Option<&str>, max: usize) -> Vec<DatabaseInfo> {
+    pub fn databases(&self, after: Option<&str>, max: usize) -> Result<Vec<DatabaseInfo>> {
+        if self.store.other_writers() {
+            self.reload(&mut self.write())?;
+        }
         let st = self.read();
-        st.databases
+        Ok(st
+            .databases
             .values()
             .filter(|d| after.is_none_or(|a| d.name.as_str() > a))
             .take(max)
             .map(|d| Self::with_count(&st, d))
-            .collect()
+            .collect())
     }
 
     /// UpdateDatabase (the KMS key).
@@ -338,7 +430,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
     ) -> Result<DatabaseInfo> {
         let mut st = self.write();
         let d = self.edit_database(&mut st, name, |d| {
-            d.kms_key_id = kms_key_id;
+            d.kms_key_id.clone_from(&kms_key_id);
             d.updated_ms = now_ms;
             Ok(())
         })?;
@@ -351,41 +443,56 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         &self,
         st: &mut State,
         name: &str,
-        edit: impl FnOnce(&mut DatabaseInfo) -> Result<()>,
+        mut edit: impl FnMut(&mut DatabaseInfo) -> Result<()>,
     ) -> Result<DatabaseInfo> {
-        let mut d = st
-            .databases
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::NotFound {
-                kind: "database",
-                name: name.into(),
-            })?;
-        edit(&mut d)?;
-        self.put_db(&d)?;
-        st.databases.insert(name.into(), d.clone());
-        Ok(d)
+        for _ in 0..MAX_CHANGE_TRIES {
+            let mut d = st
+                .databases
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::NotFound {
+                    kind: "database",
+                    name: name.into(),
+                })?;
+            edit(&mut d)?;
+            let json = serde_json::to_vec(&d).map_err(corrupt)?;
+            let expect = Expect::Generation(st.db_generations.get(name).copied().unwrap_or(0));
+            match stored::write_row(self.store.as_ref(), &db_row(name), json, expect)? {
+                Some(generation) => {
+                    st.db_generations.insert(name.into(), generation);
+                    st.databases.insert(name.into(), d.clone());
+                    return Ok(d);
+                }
+                None => self.reload(st)?,
+            }
+        }
+        Err(self.contended(name))
     }
 
     /// DeleteDatabase: only an empty one, as Timestream requires.
     pub fn delete_database(&self, name: &str) -> Result<()> {
         let mut st = self.write();
-        let d = st.databases.get(name).ok_or_else(|| Error::NotFound {
-            kind: "database",
-            name: name.into(),
-        })?;
-        let count = Self::with_count(&st, d).table_count;
-        if count > 0 {
-            return Err(Error::invalid(format!(
-                "Database {name} still has {count} tables; delete them first."
-            )));
+        self.reload_if_shared(&mut st)?;
+        for _ in 0..MAX_CHANGE_TRIES {
+            let d = st.databases.get(name).ok_or_else(|| Error::NotFound {
+                kind: "database",
+                name: name.into(),
+            })?;
+            let count = Self::with_count(&st, d).table_count;
+            if count > 0 {
+                return Err(Error::invalid(format!(
+                    "Database {name} still has {count} tables; delete them first."
+                )));
+            }
+            let generation = st.db_generations.get(name).copied().unwrap_or(0);
+            if stored::delete_row(self.store.as_ref(), &db_row(name), generation)? {
+                st.databases.remove(name);
+                st.db_generations.remove(name);
+                return Ok(());
+            }
+            self.reload(&mut st)?;
         }
-        self.apply(RowMutations {
-            key: db_row(name),
-            mutations: vec![Mutation::DeleteFromRow],
-        })?;
-        st.databases.remove(name);
-        Ok(())
+        Err(self.contended(name))
     }
 
     fn store_table_id(&self, st: &State, db: &str, table: &str) -> Result<String> {
@@ -424,6 +531,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         let retention = new.retention.unwrap_or_default();
         validate_retention(&retention)?;
         let mut st = self.write();
+        self.reload_if_shared(&mut st)?;
         let d = st.databases.get(db).ok_or_else(|| Error::NotFound {
             kind: "database",
             name: db.into(),
@@ -439,12 +547,11 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
                 "Database {db} has the maximum of {MAX_TABLES_PER_DATABASE} tables."
             )));
         }
-        let store_table = self.store_table_id(&st, db, name)?;
         let rule = retention_rule(&retention);
-        let meta = TableMeta {
+        let mut meta = TableMeta {
             database: db.into(),
             name: name.into(),
-            store_table,
+            store_table: String::new(),
             layout: new.layout,
             retention,
             magnetic_writes: new.magnetic_writes,
@@ -461,12 +568,32 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             .into_iter()
             .map(|f| (f, rule.clone()))
             .collect();
-        self.store.create_table(&meta.store_table, &families)?;
-        let handle = TableHandle::new(meta.clone());
-        if let Err(e) = self.put_table(&handle, meta) {
-            let _ = self.store.delete_table(&handle.meta().store_table);
-            return Err(e);
+        // Another front-end creating a table at once may take the same free id first:
+        // then the next free one. Which of the two tables is kept, the catalog row's
+        // conditional create decides below.
+        for tries_left in (0..MAX_CHANGE_TRIES).rev() {
+            meta.store_table = self.store_table_id(&st, db, name)?;
+            match self.store.create_table(&meta.store_table, &families) {
+                Ok(()) => break,
+                Err(almanac_engine::Error::AlreadyExists { .. }) if tries_left > 0 => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        let json = serde_json::to_vec(&meta).map_err(corrupt)?;
+        let key = table_row(db, name);
+        let created = stored::write_row(self.store.as_ref(), &key, json, Expect::Absent);
+        let Ok(Some(generation)) = created else {
+            // Failed, or another front-end created the table first: its store table
+            // is another.
+            let _ = self.store.delete_table(&meta.store_table);
+            created?;
+            self.reload(&mut st)?;
+            return Err(Error::Conflict {
+                kind: "table",
+                name: name.into(),
+            });
+        };
+        let handle = TableHandle::new(meta, generation, self.now_ms());
         let out = handle.meta();
         st.tables.insert((db.into(), name.into()), handle);
         Ok(out)
@@ -474,11 +601,52 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
 
     /// The live table.
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableHandle>> {
-        let st = self.read();
-        st.tables
-            .get(&(db.to_string(), name.to_string()))
-            .cloned()
-            .ok_or_else(|| missing(&st, db, name))
+        self.table_within(db, name, REFRESH_AFTER)
+    }
+
+    /// The live table, its description read again first over a store other
+    /// processes write: what DescribeTable and a query's planning see.
+    pub fn table_fresh(&self, db: &str, name: &str) -> Result<Arc<TableHandle>> {
+        self.table_within(db, name, Duration::ZERO)
+    }
+
+    /// The live table, its description read again if it is older than `max_age`
+    /// (over a store other processes write).
+    fn table_within(&self, db: &str, name: &str, max_age: Duration) -> Result<Arc<TableHandle>> {
+        let key = (db.to_string(), name.to_string());
+        let cached = self.read().tables.get(&key).cloned();
+        if !self.store.other_writers() {
+            return cached.ok_or_else(|| missing(&self.read(), db, name));
+        }
+        // Another front-end may have created, changed or deleted it.
+        match cached {
+            Some(h)
+                if self.now_ms() - h.fresh_ms.load(Ordering::Acquire)
+                    < max_age.as_millis() as i64 =>
+            {
+                Ok(h)
+            }
+            Some(h) => match self.refresh(&h) {
+                Ok(()) => Ok(h),
+                Err(Error::NotFound { .. }) => {
+                    let mut st = self.write();
+                    self.reload(&mut st)?;
+                    st.tables
+                        .get(&key)
+                        .cloned()
+                        .ok_or_else(|| missing(&st, db, name))
+                }
+                Err(e) => Err(e),
+            },
+            None => {
+                let mut st = self.write();
+                self.reload(&mut st)?;
+                st.tables
+                    .get(&key)
+                    .cloned()
+                    .ok_or_else(|| missing(&st, db, name))
+            }
+        }
     }
 
     /// ListTables of a database (all databases when `db` is `None`), after `after`.
@@ -488,6 +656,9 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         after: Option<(&str, &str)>,
         max: usize,
     ) -> Result<Vec<Arc<TableMeta>>> {
+        if self.store.other_writers() {
+            self.reload(&mut self.write())?;
+        }
         let st = self.read();
         if let Some(db) = db
             && !st.databases.contains_key(db)
@@ -530,7 +701,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
                 validate_retention(r)?;
             }
             if partition_key.is_some() {
-                meta.partition_key = partition_key;
+                meta.partition_key.clone_from(&partition_key);
             }
             if let Some(r) = retention {
                 if r != meta.retention {
@@ -542,8 +713,8 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
                 }
                 meta.retention = r;
             }
-            if let Some(m) = magnetic_writes {
-                meta.magnetic_writes = m;
+            if let Some(m) = &magnetic_writes {
+                meta.magnetic_writes = m.clone();
             }
             meta.updated_ms = now_ms;
             Ok(())
@@ -557,7 +728,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         st: &State,
         db: &str,
         name: &str,
-        edit: impl FnOnce(&mut TableMeta) -> Result<()>,
+        mut edit: impl FnMut(&mut TableMeta) -> Result<()>,
     ) -> Result<Arc<TableMeta>> {
         let handle = st
             .tables
@@ -568,10 +739,11 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             .schema_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut meta = (*handle.meta()).clone();
-        edit(&mut meta)?;
-        self.put_table(&handle, meta)?;
-        Ok(handle.meta())
+        self.change_table(&handle, |current| {
+            let mut meta = current.clone();
+            edit(&mut meta)?;
+            Ok(Some(meta))
+        })
     }
 
     /// ListTagsForResource.
@@ -587,7 +759,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
     pub fn change_tags(
         &self,
         resource: &Resource,
-        change: impl FnOnce(&mut Vec<Tag>) -> Result<()>,
+        mut change: impl FnMut(&mut Vec<Tag>) -> Result<()>,
     ) -> Result<()> {
         let mut st = self.write();
         match resource {
@@ -605,11 +777,20 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
     pub fn delete_table(&self, db: &str, name: &str) -> Result<()> {
         let handle = self.table(db, name)?;
         let mut st = self.write();
-        let meta = handle.meta();
-        self.apply(RowMutations {
-            key: table_row(db, name),
-            mutations: vec![Mutation::DeleteFromRow],
-        })?;
+        let mut meta = handle.meta();
+        let mut deleted = false;
+        for _ in 0..MAX_CHANGE_TRIES {
+            let generation = handle.generation.load(Ordering::Acquire);
+            if stored::delete_row(self.store.as_ref(), &table_row(db, name), generation)? {
+                deleted = true;
+                break;
+            }
+            self.refresh(&handle)?;
+            meta = handle.meta();
+        }
+        if !deleted {
+            return Err(self.contended(name));
+        }
         st.tables.remove(&(db.to_string(), name.to_string()));
         match self.store.delete_table(&meta.store_table) {
             Ok(()) | Err(almanac_engine::Error::NotFound { .. }) => Ok(()),

@@ -39,6 +39,10 @@ pub enum Error {
     /// The storage below failed (`InternalServerException`).
     #[error("storage: {0}")]
     Store(#[from] almanac_engine::Error),
+    /// A catalog change kept losing to changes other front-ends made at the same
+    /// time; trying again later may succeed (`ThrottlingException`).
+    #[error("{0}")]
+    Contended(String),
     /// Stored metadata could not be decoded (`InternalServerException`).
     #[error("corrupt time-series catalog: {0}")]
     Corrupt(String),

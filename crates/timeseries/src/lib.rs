@@ -52,7 +52,7 @@ use std::sync::Arc;
 
 use almanac_engine::clock::Clock;
 
-pub use catalog::{NewTable, TableMeta};
+pub use catalog::{NewTable, REFRESH_AFTER, TableMeta};
 pub use error::{Error, Result};
 pub use layout::{Layout, Pattern};
 pub use model::{
@@ -123,7 +123,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
     /// TagResource.
     pub fn tag_resource(&self, resource: &Resource, tags: Vec<Tag>) -> Result<()> {
         self.catalog
-            .change_tags(resource, |current| tags::add(current, tags))
+            .change_tags(resource, |current| tags::add(current, tags.clone()))
     }
 
     /// UntagResource.
@@ -138,7 +138,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
     }
 
     /// ListDatabases after a name (exclusive).
-    pub fn list_databases(&self, after: Option<&str>, max: usize) -> Vec<DatabaseInfo> {
+    pub fn list_databases(&self, after: Option<&str>, max: usize) -> Result<Vec<DatabaseInfo>> {
         self.catalog.databases(after, max)
     }
 
@@ -160,7 +160,7 @@ impl<S: WideColumnStore> TimeSeries<S> {
 
     /// DescribeTable.
     pub fn describe_table(&self, db: &str, name: &str) -> Result<Arc<TableMeta>> {
-        Ok(self.catalog.table(db, name)?.meta())
+        Ok(self.catalog.table_fresh(db, name)?.meta())
     }
 
     /// ListTables (of one database, or of all), after `(db, table)` (exclusive).

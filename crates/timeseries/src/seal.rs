@@ -351,9 +351,11 @@ fn summarize_blocks<S: WideColumnStore>(
         .schema_lock
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut next = (*handle.meta()).clone();
-    next.summarized = true;
-    catalog.put_table(handle, next)?;
+    catalog.change_table(handle, |current| {
+        let mut next = current.clone();
+        next.summarized = true;
+        Ok((!current.summarized).then_some(next))
+    })?;
     Ok(done)
 }
 
@@ -391,9 +393,11 @@ pub fn seal_table<S: WideColumnStore>(
             .schema_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut next = (*handle.meta()).clone();
-        next.sealed_before_ns = next.sealed_before_ns.max(cutoff);
-        catalog.put_table(handle, next)?;
+        catalog.change_table(handle, |current| {
+            let mut next = current.clone();
+            next.sealed_before_ns = next.sealed_before_ns.max(cutoff);
+            Ok((next.sealed_before_ns != current.sealed_before_ns).then_some(next))
+        })?;
     }
     for (series, start) in due {
         stats.add(seal_bucket(store, handle, &series, start)?);

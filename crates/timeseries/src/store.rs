@@ -8,6 +8,8 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use almanac_engine::filter::RowFilter;
+use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::{FamilyChange, FamilySpec, GcRule, Granularity, TableSpec};
 use almanac_engine::{Engine, ReadRequest, Row, RowMutations};
 
@@ -48,6 +50,23 @@ pub trait WideColumnStore: Send + Sync + 'static {
     /// Makes every write this store has returned durable.
     fn sync(&self) -> StoreResult<()> {
         Ok(())
+    }
+    /// CheckAndMutateRow: if `predicate` (`None`: any cell) outputs a cell of row `key`,
+    /// applies `on_match`, else `on_miss`, atomically and durably; returns whether it
+    /// matched. What writers in several processes agree through.
+    fn check_and_mutate(
+        &self,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> StoreResult<bool>;
+    /// Whether processes other than this one may change the store's tables (a
+    /// remote Bigtable shared by front-ends): then what is cached of them must be read
+    /// again before it is trusted.
+    fn other_writers(&self) -> bool {
+        false
     }
     /// How many write requests are worth running at once: one a core for a store that
     /// computes in the caller's thread (the default); more for one whose writes wait on
@@ -101,8 +120,22 @@ impl WideColumnStore for SharedStore {
     fn sync(&self) -> StoreResult<()> {
         self.as_ref().sync()
     }
+    fn check_and_mutate(
+        &self,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> StoreResult<bool> {
+        self.as_ref()
+            .check_and_mutate(table, key, predicate, on_match, on_miss)
+    }
     fn write_concurrency(&self) -> usize {
         self.as_ref().write_concurrency()
+    }
+    fn other_writers(&self) -> bool {
+        self.as_ref().other_writers()
     }
     fn read_rows(
         &self,
@@ -214,6 +247,18 @@ impl WideColumnStore for EmbeddedStore {
 
     fn sync(&self) -> StoreResult<()> {
         self.engine.sync()
+    }
+
+    fn check_and_mutate(
+        &self,
+        table: &str,
+        key: &[u8],
+        predicate: Option<&RowFilter>,
+        on_match: &[Mutation],
+        on_miss: &[Mutation],
+    ) -> StoreResult<bool> {
+        self.engine
+            .check_and_mutate(&self.instance, table, key, predicate, on_match, on_miss)
     }
 
     fn read_rows(

@@ -408,18 +408,20 @@ fn admit<'r, S: WideColumnStore>(
             .schema_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let fresh = handle.meta();
-        let mut schema = fresh.schema.clone();
-        let verdicts = parsed
-            .iter()
-            .map(|(_, p, _)| schema.admit(&p.dimensions, &p.measure_name, &p.measures))
-            .collect();
-        if schema != fresh.schema {
-            let mut next = (*fresh).clone();
-            next.schema = schema;
-            catalog.put_table(handle, next)?;
-        }
-        *meta = handle.meta();
+        // Against the newest description: another front-end may have grown the schema,
+        // and then the admission runs again on what it wrote.
+        let mut verdicts = Vec::new();
+        *meta = catalog.change_table(handle, |fresh| {
+            let mut schema = fresh.schema.clone();
+            verdicts = parsed
+                .iter()
+                .map(|(_, p, _)| schema.admit(&p.dimensions, &p.measure_name, &p.measures))
+                .collect();
+            Ok((schema != fresh.schema).then(|| TableMeta {
+                schema,
+                ..fresh.clone()
+            }))
+        })?;
         verdicts
     } else {
         checks.into_iter().map(|c| c.map(drop)).collect()

@@ -321,8 +321,8 @@ fn series_error(e: Error) -> ApiError {
             err.extra = Some(("RejectedRecords", Json::Array(list)));
             err
         }
-        Error::Store(almanac_engine::Error::DiskFull(m)) => {
-            // botocore retries a ThrottlingException with backoff, as it should here.
+        // botocore retries a ThrottlingException with backoff, as it should here.
+        Error::Store(almanac_engine::Error::DiskFull(m)) | Error::Contended(m) => {
             ApiError::new(StatusCode::BAD_REQUEST, "ThrottlingException", m)
         }
         e @ (Error::Store(_) | Error::Corrupt(_)) => internal(e.to_string()),

@@ -77,7 +77,7 @@ pub fn list_databases(
     req: &Request,
 ) -> Result<Json> {
     let max = page_size(req)?;
-    let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1);
+    let mut page = app.ts.list_databases(req.next_token.as_deref(), max + 1)?;
     let more = page.len() > max;
     page.truncate(max);
     let mut out = json!({

@@ -123,9 +123,14 @@ fn tables_without_summaries_get_them_in_their_next_seal_pass() {
     for r in store.mutate_rows(&meta.store_table, &rows).unwrap() {
         r.unwrap();
     }
-    let mut old = (*meta).clone();
-    old.summarized = false;
-    ts.catalog.put_table(&handle, old).unwrap();
+    ts.catalog
+        .change_table(&handle, |current| {
+            Ok(Some(TableMeta {
+                summarized: false,
+                ..current.clone()
+            }))
+        })
+        .unwrap();
     assert_eq!(
         pieces(&ts, &handle.meta()),
         (0, 600),
