@@ -28,7 +28,7 @@ use almanac_server::DataService;
 use almanac_sql::{QueryLimits, SqlEngine};
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MagneticWrites, MeasureValue, NewTable, Pattern, Record,
-    Retention, TimeSeries,
+    Retention, SharedStore, TimeSeries,
 };
 
 /// The fixture's "now": 2024-06-01T00:00:00Z, in µs.
@@ -72,7 +72,7 @@ pub struct Fixture {
     /// Its clock, at [`NOW_US`].
     pub clock: Arc<ManualClock>,
     /// The time-series layer.
-    pub ts: Arc<TimeSeries<EmbeddedStore>>,
+    pub ts: Arc<TimeSeries<SharedStore>>,
     /// SQL over both.
     pub sql: Arc<SqlEngine>,
     /// Where async calls run (two workers).
@@ -112,7 +112,7 @@ impl Fixture {
             Arc::new(engine.clone()),
             almanac_timeseries::DEFAULT_INSTANCE,
         );
-        let ts = Arc::new(TimeSeries::open(Arc::new(store), clock.clone())?);
+        let ts = Arc::new(TimeSeries::open(store.shared(), clock.clone())?);
         let sql = Arc::new(
             SqlEngine::new(Arc::new(engine.clone()), ts.clone())?.with_limits(QueryLimits {
                 memory_bytes: 2 * QUERY_MEMORY_BYTES,

@@ -34,8 +34,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Write requests a front-end runs at once over a remote store: each spends most of its
 /// time waiting for the remote's answers, so many overlap on a few cores.
 pub const WRITE_CONCURRENCY: usize = 32;
-/// Worker threads of the store's runtime: calls are I/O-bound, and the callers' own
-/// threads do the decoding of rows.
+/// Worker threads of the store's runtime: calls wait on the network, and merging
+/// chunks into rows is light beside what the callers' own threads do with the rows.
 const RUNTIME_THREADS: usize = 2;
 
 /// The gRPC clients of one remote instance.
