@@ -10,9 +10,11 @@
     reason = "a test should stop loudly at the first surprise"
 )]
 
-use std::net::{SocketAddr, TcpListener};
+mod common;
+
+use std::net::TcpListener;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +22,12 @@ use std::time::Duration;
 use almanac_engine::clock::{Clock, ManualClock, SystemClock};
 use almanac_engine::{Durability, Engine, Options};
 use almanac_remote::RemoteStore;
-use almanac_server::{Node, NodeConfig};
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Point, Record, Retention,
     Selection, SharedStore, TimeSeries,
 };
+
+use common::{Backend, Dir};
 
 const INSTANCE: &str = "projects/remote/instances/series";
 const HOUR_MS: i64 = 3_600_000;
@@ -40,56 +43,6 @@ impl Rng {
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
-/// A temporary directory removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p =
-            std::env::temp_dir().join(format!("almanac-remote-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        Self(p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// An Almanac node serving gRPC on a free loopback port, on its own runtime.
-struct Backend {
-    addr: SocketAddr,
-    runtime: tokio::runtime::Runtime,
-    _dir: Dir,
-}
-
-impl Backend {
-    fn start() -> Self {
-        let dir = Dir::new("backend");
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let any: SocketAddr = "127.0.0.1:0".parse().expect("address");
-        let node = runtime
-            .block_on(Node::start(NodeConfig {
-                durability: Durability::None,
-                seal_interval: None,
-                console_addr: None,
-                ..NodeConfig::new(dir.0.clone(), any, any)
-            }))
-            .expect("start the backend node");
-        let addr = node.grpc_addr();
-        runtime.spawn(node.run(std::future::pending::<()>()));
-        Self {
-            addr,
-            runtime,
-            _dir: dir,
-        }
     }
 }
 
@@ -354,7 +307,7 @@ fn the_layer_over_an_almanac_node_answers_as_over_the_engine() {
     for (i, pattern) in Pattern::ALL.into_iter().enumerate() {
         run(&backend.addr.to_string(), pattern, seed + i as u64);
     }
-    backend.runtime.shutdown_background();
+    drop(backend);
 }
 
 #[test]

@@ -10,67 +10,27 @@
     reason = "a test should stop loudly at the first surprise"
 )]
 
-use std::net::SocketAddr;
+mod common;
+
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use almanac_engine::Durability;
 use almanac_engine::clock::{Clock, SystemClock};
 use almanac_remote::{RemoteStore, WideColumnStore};
-use almanac_server::{Node, NodeConfig};
 use almanac_timeseries::{
     Dimension, Error, Layout, MeasureValue, NewTable, Pattern, REFRESH_AFTER, Record, Selection,
     SharedStore, TimeSeries,
 };
 
+use common::Backend;
+
 const INSTANCE: &str = "projects/frontends/instances/series";
 
-/// An Almanac node serving gRPC on a free loopback port, on its own runtime.
-struct Backend {
-    addr: SocketAddr,
-    runtime: tokio::runtime::Runtime,
-    dir: std::path::PathBuf,
-}
-
-impl Backend {
-    fn start() -> Self {
-        let dir = std::env::temp_dir().join(format!("almanac-frontends-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let any: SocketAddr = "127.0.0.1:0".parse().expect("address");
-        let node = runtime
-            .block_on(Node::start(NodeConfig {
-                durability: Durability::None,
-                seal_interval: None,
-                console_addr: None,
-                ..NodeConfig::new(dir.clone(), any, any)
-            }))
-            .expect("start the backend node");
-        let addr = node.grpc_addr();
-        runtime.spawn(node.run(std::future::pending::<()>()));
-        Self { addr, runtime, dir }
-    }
-
-    /// A front-end: the layer over its own connection to the backend.
-    fn front_end(&self) -> Arc<TimeSeries<SharedStore>> {
-        let store: SharedStore =
-            Arc::new(RemoteStore::connect(INSTANCE, &self.addr.to_string()).expect("connect"));
-        Arc::new(TimeSeries::open(Arc::new(store), Arc::new(SystemClock)).expect("open"))
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        // Stop the node's tasks before its directory goes.
-        let runtime = std::mem::replace(
-            &mut self.runtime,
-            tokio::runtime::Builder::new_current_thread()
-                .build()
-                .expect("runtime"),
-        );
-        runtime.shutdown_background();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A front-end: the layer over its own connection to the backend.
+fn front_end(backend: &Backend) -> Arc<TimeSeries<SharedStore>> {
+    let store: SharedStore =
+        Arc::new(RemoteStore::connect(INSTANCE, &backend.addr.to_string()).expect("connect"));
+    Arc::new(TimeSeries::open(Arc::new(store), Arc::new(SystemClock)).expect("open"))
 }
 
 /// Runs `f` on both front-ends at once; their results in order.
@@ -125,7 +85,7 @@ fn points(ts: &TimeSeries<SharedStore>, table: &str) -> Vec<String> {
 #[test]
 fn two_front_ends_agree_on_the_catalog() {
     let backend = Backend::start();
-    let (a, b) = (backend.front_end(), backend.front_end());
+    let (a, b) = (front_end(&backend), front_end(&backend));
     let pair = [&a, &b];
 
     // One database, created by both at once: one success, one conflict.

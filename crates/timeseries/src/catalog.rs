@@ -460,6 +460,14 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             return cached.ok_or_else(|| missing(&self.read(), db, name));
         }
         // Another front-end may have created, changed or deleted it.
+        let reloaded = || {
+            let mut st = self.write();
+            self.reload(&mut st)?;
+            st.tables
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| missing(&st, db, name))
+        };
         match cached {
             Some(h)
                 if self.now_ms() - h.fresh_ms.load(Ordering::Acquire)
@@ -469,24 +477,10 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             }
             Some(h) => match self.refresh(&h) {
                 Ok(()) => Ok(h),
-                Err(Error::NotFound { .. }) => {
-                    let mut st = self.write();
-                    self.reload(&mut st)?;
-                    st.tables
-                        .get(&key)
-                        .cloned()
-                        .ok_or_else(|| missing(&st, db, name))
-                }
+                Err(Error::NotFound { .. }) => reloaded(),
                 Err(e) => Err(e),
             },
-            None => {
-                let mut st = self.write();
-                self.reload(&mut st)?;
-                st.tables
-                    .get(&key)
-                    .cloned()
-                    .ok_or_else(|| missing(&st, db, name))
-            }
+            None => reloaded(),
         }
     }
 
