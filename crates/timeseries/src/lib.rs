@@ -1,12 +1,13 @@
 //! Almanac's time-series layer: Timestream's data model (databases, tables with
 //! retention, records with dimensions, measures, time and version, schema inferred on
 //! write) stored in the four patterns of Google's "Schema design for time series data"
-//! for Bigtable, over any [`WideColumnStore`] (the embedded engine here; a remote
-//! Bigtable later).
+//! for Bigtable, over any [`WideColumnStore`] (the embedded engine's
+//! [`EmbeddedStore`], or a remote Bigtable through `almanac-remote`).
 //!
 //! A WriteRecords request, step by step (details in [`write`]):
 //! 1. [`TimeSeries::write_records`] finds the table in the [`catalog::SeriesCatalog`] (cached;
-//!    persisted in the store's `_catalog` table).
+//!    persisted in the store's `_catalog` table, each change conditional on the row's
+//!    generation so front-ends sharing a remote store agree).
 //! 2. Each record is merged with `CommonAttributes` and checked alone
 //!    ([`validate`]), then against retention; names join the table's [`schema`].
 //! 3. Each point gets its row key ([`keys`]) and cells ([`rows`]) per the table's

@@ -1,9 +1,11 @@
 //! The narrow slice of a Bigtable that the time-series layer needs, as a trait shaped by
 //! the Bigtable Data and Table Admin APIs (so a remote implementation over gRPC is a
 //! direct translation): tables with families and GC rules, row-atomic batched
-//! mutations with per-row results, and reads of row sets with a filter.
+//! mutations with per-row results, conditional row mutations, and reads of row sets
+//! with a filter.
 //!
-//! [`EmbeddedStore`] implements it on the in-process engine.
+//! [`EmbeddedStore`] implements it on the in-process engine; `almanac-remote`'s
+//! `RemoteStore` over a remote Bigtable's gRPC APIs.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
