@@ -67,9 +67,17 @@ impl Drop for Runtime {
     }
 }
 
+/// The error of a call made once the store's runtime is gone.
+fn stopped() -> Error {
+    Error::Storage("the remote store's runtime has stopped".to_string())
+}
+
 impl Runtime {
-    fn handle(&self) -> Option<&tokio::runtime::Handle> {
-        self.0.as_ref().map(tokio::runtime::Runtime::handle)
+    fn handle(&self) -> StoreResult<&tokio::runtime::Handle> {
+        self.0
+            .as_ref()
+            .map(tokio::runtime::Runtime::handle)
+            .ok_or_else(stopped)
     }
 }
 
@@ -171,8 +179,7 @@ fn spawn_wait<T: Send + 'static>(
     runtime: &Runtime,
     fut: impl Future<Output = T> + Send + 'static,
 ) -> StoreResult<T> {
-    let stopped = || Error::Storage("the remote store's runtime has stopped".to_string());
-    let handle = runtime.handle().ok_or_else(stopped)?;
+    let handle = runtime.handle()?;
     let (tx, rx) = mpsc::sync_channel(1);
     handle.spawn(async move {
         // The caller is gone only if its thread died: nothing to tell.
@@ -370,12 +377,8 @@ impl WideColumnStore for RemoteStore {
         req: ReadRequest,
         visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
     ) -> StoreResult<()> {
-        let handle = self
-            .runtime
-            .handle()
-            .ok_or_else(|| Error::Storage("the remote store's runtime has stopped".to_string()))?;
         read::read_rows(
-            handle,
+            self.runtime.handle()?,
             self.clients.data.clone(),
             self.table_name(table),
             req,

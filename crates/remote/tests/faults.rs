@@ -185,6 +185,14 @@ fn serve(fake: Faulty) -> (SocketAddr, tokio::runtime::Runtime) {
     (addr, runtime)
 }
 
+/// A fresh fake, served, and a store connected to it (the runtime serves while held).
+fn connected() -> (Faulty, RemoteStore, tokio::runtime::Runtime) {
+    let fake = Faulty::default();
+    let (addr, runtime) = serve(fake.clone());
+    let store = RemoteStore::connect(INSTANCE, &addr.to_string()).expect("connect");
+    (fake, store, runtime)
+}
+
 fn read(store: &RemoteStore, req: ReadRequest) -> Result<Vec<String>, Error> {
     let mut keys = Vec::new();
     store.read_rows("t", req, &mut |row| {
@@ -198,9 +206,7 @@ fn read(store: &RemoteStore, req: ReadRequest) -> Result<Vec<String>, Error> {
 
 #[test]
 fn a_broken_read_resumes_after_the_last_whole_row() {
-    let fake = Faulty::default();
-    let (addr, _rt) = serve(fake.clone());
-    let store = RemoteStore::connect(INSTANCE, &addr.to_string()).expect("connect");
+    let (fake, store, _rt) = connected();
     let keys = read(
         &store,
         ReadRequest {
@@ -227,9 +233,7 @@ fn a_broken_read_resumes_after_the_last_whole_row() {
 
 #[test]
 fn a_broken_reversed_read_resumes_below_the_last_row() {
-    let fake = Faulty::default();
-    let (addr, _rt) = serve(fake.clone());
-    let store = RemoteStore::connect(INSTANCE, &addr.to_string()).expect("connect");
+    let (fake, store, _rt) = connected();
     let keys = read(
         &store,
         ReadRequest {
@@ -250,9 +254,7 @@ fn a_broken_reversed_read_resumes_below_the_last_row() {
 
 #[test]
 fn mutate_rows_retries_only_what_may_be_sent_twice() {
-    let fake = Faulty::default();
-    let (addr, _rt) = serve(fake.clone());
-    let store = RemoteStore::connect(INSTANCE, &addr.to_string()).expect("connect");
+    let (fake, store, _rt) = connected();
     let set = |ts: i64| Mutation::SetCell {
         family: "f".into(),
         qualifier: b"q".to_vec(),
