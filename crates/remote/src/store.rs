@@ -22,7 +22,7 @@ use almanac_engine::limits::MAX_MESSAGE_BYTES;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::schema::GcRule;
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
-use almanac_timeseries::{StoreResult, WideColumnStore};
+use almanac_timeseries::{Conditional, StoreResult, WideColumnStore};
 use tonic::Status;
 use tonic::transport::{Channel, Endpoint};
 
@@ -34,6 +34,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Write requests a front-end runs at once over a remote store: each spends most of its
 /// time waiting for the remote's answers, so many overlap on a few cores.
 pub const WRITE_CONCURRENCY: usize = 32;
+/// CheckAndMutateRow calls of one batch in flight at once.
+const CONDITIONAL_CONCURRENCY: usize = 64;
 /// Worker threads of the store's runtime: calls wait on the network, and merging
 /// chunks into rows is light beside what the callers' own threads do with the rows.
 const RUNTIME_THREADS: usize = 2;
@@ -171,6 +173,45 @@ impl RemoteStore {
         let result = self.run(unary(client, idempotent, f))?;
         result.map_err(|s| retry::store_error(&s, &call))
     }
+}
+
+/// A CheckAndMutateRow request.
+fn check_request(
+    table_name: &str,
+    key: &[u8],
+    predicate: Option<&RowFilter>,
+    on_match: &[Mutation],
+    on_miss: &[Mutation],
+) -> data::CheckAndMutateRowRequest {
+    data::CheckAndMutateRowRequest {
+        table_name: table_name.to_string(),
+        row_key: key.to_vec().into(),
+        predicate_filter: predicate.map(wire::filter),
+        true_mutations: on_match.iter().map(wire::mutation).collect(),
+        false_mutations: on_miss.iter().map(wire::mutation).collect(),
+        ..Default::default()
+    }
+}
+
+/// One CheckAndMutateRow: whether the predicate matched.
+async fn check_and_mutate_row(
+    client: BigtableClient<Channel>,
+    table_name: String,
+    request: data::CheckAndMutateRowRequest,
+) -> StoreResult<bool> {
+    let call = Call {
+        rpc: "CheckAndMutateRow",
+        table: table_name.clone(),
+    };
+    // Not retried: a try that went through would be judged again on its own result.
+    let answer = unary(client, false, move |mut c| {
+        let r = routed(request.clone(), &table_name);
+        async move { c.check_and_mutate_row(r).await }
+    })
+    .await;
+    answer
+        .map(|a| a.predicate_matched)
+        .map_err(|s| retry::store_error(&s, &call))
 }
 
 /// Spawns `fut` on `runtime` and waits for its output on a channel: no `block_on`, so
@@ -341,27 +382,53 @@ impl WideColumnStore for RemoteStore {
         on_miss: &[Mutation],
     ) -> StoreResult<bool> {
         let table_name = self.table_name(table);
-        let request = data::CheckAndMutateRowRequest {
-            table_name: table_name.clone(),
-            row_key: key.to_vec().into(),
-            predicate_filter: predicate.map(wire::filter),
-            true_mutations: on_match.iter().map(wire::mutation).collect(),
-            false_mutations: on_miss.iter().map(wire::mutation).collect(),
-            ..Default::default()
-        };
-        let call = Call {
-            rpc: "CheckAndMutateRow",
-            table: table_name.clone(),
-        };
-        // Not retried: a try that went through would be judged again on its own result.
+        let request = check_request(&table_name, key, predicate, on_match, on_miss);
         let client = self.clients.data.clone();
-        let answer = self.run(unary(client, false, move |mut c| {
-            let r = routed(request.clone(), &table_name);
-            async move { c.check_and_mutate_row(r).await }
-        }))?;
-        answer
-            .map(|a| a.predicate_matched)
-            .map_err(|s| retry::store_error(&s, &call))
+        self.run(check_and_mutate_row(client, table_name, request))?
+    }
+
+    fn check_and_mutate_rows(
+        &self,
+        table: &str,
+        rows: &[Conditional],
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
+        let table_name = self.table_name(table);
+        let requests: Vec<data::CheckAndMutateRowRequest> = rows
+            .iter()
+            .map(|r| {
+                check_request(
+                    &table_name,
+                    &r.key,
+                    r.predicate.as_ref(),
+                    &r.on_match,
+                    &r.on_miss,
+                )
+            })
+            .collect();
+        let client = self.clients.data.clone();
+        self.run(async move {
+            let mut out: Vec<Option<StoreResult<bool>>> = std::iter::repeat_with(|| None)
+                .take(requests.len())
+                .collect();
+            let mut running = tokio::task::JoinSet::new();
+            for (i, request) in requests.into_iter().enumerate() {
+                if running.len() >= CONDITIONAL_CONCURRENCY
+                    && let Some(Ok((j, r))) = running.join_next().await
+                {
+                    out[j] = Some(r);
+                }
+                let call = check_and_mutate_row(client.clone(), table_name.clone(), request);
+                running.spawn(async move { (i, call.await) });
+            }
+            while let Some(done) = running.join_next().await {
+                if let Ok((j, r)) = done {
+                    out[j] = Some(r);
+                }
+            }
+            out.into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(stopped())))
+                .collect()
+        })
     }
 
     fn mutate_rows(&self, table: &str, rows: &[RowMutations]) -> StoreResult<Vec<StoreResult<()>>> {

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use self::stored::{Expect, StoredRow};
 
 use crate::error::{Error, Result};
+use crate::guard::GUARD_FAMILY;
 use crate::layout::Layout;
 use crate::limits::MAX_TABLES_PER_DATABASE;
 use crate::model::{DatabaseInfo, MagneticWrites, Retention};
@@ -37,7 +38,10 @@ use crate::tags::{Resource, Tag};
 use crate::unsealed::Unsealed;
 
 mod databases;
+mod lease;
 mod stored;
+
+pub(crate) use lease::SealLease;
 
 /// The store table holding the catalog.
 pub const CATALOG_TABLE: &str = "_catalog";
@@ -91,6 +95,10 @@ pub struct TableMeta {
     /// summaries existed get them in their next seal pass ([`crate::seal`]).
     #[serde(default)]
     pub summarized: bool,
+    /// Every change of a row is conditioned on the row's guard ([`crate::guard`]): set
+    /// for tables created over a store other processes write too.
+    #[serde(default)]
+    pub guarded: bool,
     /// Creation time, ms since the epoch.
     pub created_ms: i64,
     /// Last update, ms since the epoch.
@@ -103,6 +111,9 @@ impl TableMeta {
         let mut out = vec![MEASURE_FAMILY, META_FAMILY];
         if self.layout.seal {
             out.push(BLOCK_FAMILY);
+        }
+        if self.guarded {
+            out.push(GUARD_FAMILY);
         }
         out
     }
@@ -237,7 +248,9 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
         let now_ms = self.now_ms();
         let mut next = State::default();
         stored::read_all(self.store.as_ref(), &mut |key, row| {
-            if key.starts_with(b"d/") {
+            if key.starts_with(lease::LEASE_PREFIX) {
+                // A seal lease, not a description.
+            } else if key.starts_with(b"d/") {
                 let d: DatabaseInfo = serde_json::from_slice(&row.json).map_err(corrupt)?;
                 next.db_generations.insert(d.name.clone(), row.generation);
                 next.databases.insert(d.name.clone(), d);
@@ -401,6 +414,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             schema: Schema::default(),
             sealed_before_ns: 0,
             summarized: true,
+            guarded: self.store.other_writers(),
             created_ms: now_ms,
             updated_ms: now_ms,
         };

@@ -47,3 +47,8 @@ pub const MIN_BUCKET_SECS: i64 = 1;
 /// Largest time bucket (a week), so a bucket row of a 1-minute series stays far below
 /// Bigtable's recommended 100 MB per row.
 pub const MAX_BUCKET_SECS: i64 = 7 * 24 * 3600;
+
+/// Tries of a write whose rows other front-ends keep changing between its read and its
+/// conditional write (guarded tables); then the request fails with a
+/// `ThrottlingException` and the client retries it.
+pub const MAX_WRITE_TRIES: usize = 16;

@@ -26,11 +26,14 @@ use crate::block::{BlockColumns, BlockSummary, decode_block_columns};
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
 use crate::error::Result;
+use crate::guard::is_guard;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
 use crate::model::{DimensionPair, Measures, Point};
 use crate::rows::{cell_ts_us, decode_row_projected, decode_row_within, dimensions_of};
-use crate::seal::{SUMMARY_QUALIFIER, block_cell, bucket_start_ns, is_multi, retention_horizon_us};
+use crate::seal::{
+    Leftovers, SUMMARY_QUALIFIER, block_cell, bucket_start_ns, is_multi, retention_horizon_us,
+};
 use crate::store::WideColumnStore;
 
 /// Which points to read.
@@ -417,17 +420,28 @@ fn read_each<S: WideColumnStore>(
 ) -> Result<ControlFlow<()>> {
     let mut failure = None;
     let mut stopped = false;
-    store.read_rows(&meta.store_table, req, &mut |row| match on_row(row) {
-        Ok(ControlFlow::Continue(())) => ControlFlow::Continue(()),
-        Ok(ControlFlow::Break(())) => {
-            stopped = true;
-            ControlFlow::Break(())
-        }
-        Err(e) => {
-            failure = Some(e);
-            ControlFlow::Break(())
-        }
-    })?;
+    let mut leftovers = Leftovers::default();
+    store.read_rows(
+        &meta.store_table,
+        req,
+        &mut |row| match leftovers.skip(meta, &row).and_then(|skip| {
+            if skip {
+                Ok(ControlFlow::Continue(()))
+            } else {
+                on_row(row)
+            }
+        }) {
+            Ok(ControlFlow::Continue(())) => ControlFlow::Continue(()),
+            Ok(ControlFlow::Break(())) => {
+                stopped = true;
+                ControlFlow::Break(())
+            }
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
+            }
+        },
+    )?;
     match failure {
         Some(e) => Err(e),
         None if stopped => Ok(ControlFlow::Break(())),
@@ -488,7 +502,10 @@ fn visit_chunks(
     stats: &mut ScanStats,
     visit: &mut dyn FnMut(Chunk) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>> {
-    let only_block = row.cells.iter().all(|c| &*c.family == BLOCK_FAMILY);
+    let only_block = row
+        .cells
+        .iter()
+        .all(|c| &*c.family == BLOCK_FAMILY || is_guard(c));
     let Some(cell) = block_cell(row).filter(|_| only_block) else {
         let mut visit_point = |p| visit(Chunk::Point(p));
         return visit_points(meta, sel, row, now_us, stats, &mut visit_point);

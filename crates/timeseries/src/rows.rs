@@ -30,6 +30,7 @@ use crate::codec::{
     encode_value, split_named_value,
 };
 use crate::error::{Error, Result};
+use crate::guard::is_guard;
 use crate::keys::{self, KeyParts};
 use crate::layout::{Layout, Pattern};
 use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
@@ -283,6 +284,9 @@ pub fn decode_row_within(
             if c.qualifier.is_empty() {
                 block = Some(&c.value);
             }
+            continue;
+        }
+        if is_guard(c) {
             continue;
         }
         let slot = if bucketed { c.timestamp_us } else { 0 };

@@ -56,13 +56,16 @@ use almanac_engine::{Cell, ReadRequest, Row};
 use crate::block::{
     BlockPoint, BlockSummary, MAX_BLOCK_POINTS, decode_block_keeping, encode_block,
 };
-use crate::catalog::{BLOCK_FAMILY, SeriesCatalog, TableHandle, TableMeta};
+use crate::catalog::{
+    BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, SealLease, SeriesCatalog, TableHandle, TableMeta,
+};
 use crate::error::{Error, Result};
+use crate::guard::{Guard, applied, guard_of, guarded_delete, guarded_write, is_guard};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
 use crate::model::{DimensionPair, MeasureType, Point};
 use crate::rows::{cell_ts_us, decode_row};
-use crate::store::WideColumnStore;
+use crate::store::{Conditional, WideColumnStore};
 
 /// How long after its end a bucket is sealed: late points of the last few minutes
 /// (Timestream accepts writes up to 15 minutes ahead of a client's clock, so clocks
@@ -116,6 +119,23 @@ fn bucket_end_ns(layout: &Layout, time_ns: i64) -> i64 {
     bucket_start_ns(layout, time_ns).saturating_add(bucket_ns(layout))
 }
 
+/// How far front-ends' clocks may disagree (NTP keeps them within milliseconds):
+/// sealing waits [`SEAL_DELAY_NS`] after a bucket's end on its sealer's clock, and
+/// writers of a guarded table stop writing the bucket's rows this much earlier on
+/// theirs ([`closed_for_rows`]).
+pub const MAX_CLOCK_SKEW_NS: i64 = 5 * 60 * NS_PER_SEC;
+
+/// Whether, in a guarded table, the bucket of `time_ns` is closed to row-form writes at
+/// `now_ns`: a point written there rewrites the bucket's block, with the bucket's
+/// row-form points merged in. So the rows a sealer reads stay as read until it deletes
+/// them, and a seal needs no atomic multi-row batch.
+pub fn closed_for_rows(meta: &TableMeta, time_ns: i64, now_ns: i64) -> bool {
+    meta.guarded
+        && meta.layout.seal
+        && bucket_end_ns(&meta.layout, time_ns)
+            <= now_ns.saturating_sub(SEAL_DELAY_NS - MAX_CLOCK_SKEW_NS)
+}
+
 /// Whether the bucket of `time_ns` may be sealed in this table: it ends no later than
 /// the table's [`TableMeta::sealed_before_ns`].
 pub fn may_be_sealed(meta: &TableMeta, time_ns: i64) -> bool {
@@ -142,7 +162,7 @@ pub fn block_row(layout: &Layout, series: &[u8], time_ns: i64) -> Vec<u8> {
 }
 
 /// All rows of the bucket starting at `start_ns` in `series`, in key order.
-fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowRange {
+pub(crate) fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowRange {
     let last = start_ns + bucket_ns(layout) - 1;
     let (lo, hi) = if layout.pattern.is_bucketed() {
         let c = first_component(layout, start_ns);
@@ -268,6 +288,54 @@ pub fn block_cell(row: &Row) -> Option<&Cell> {
         .find(|c| &*c.family == BLOCK_FAMILY && c.qualifier.is_empty())
 }
 
+/// Row-form rows left beside a sealed bucket's block in the one-point-a-row patterns,
+/// where the block has its own row: a seal over a store without atomic multi-row
+/// batches writes the block first and deletes the rows after, and a sealer that stops
+/// between leaves them. Their points are in the block (rows of a bucket old enough to
+/// seal are no longer written, [`closed_for_rows`]), so readers skip them; the next
+/// seal or late write of the bucket deletes them.
+///
+/// A read meets a bucket's block row before its other rows (it is the bucket's first
+/// key, and reads widen their first bucket to it), so remembering the last block's
+/// bucket suffices.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// Series prefix and bucket start of the last block row read.
+    sealed: Option<(Vec<u8>, i64)>,
+}
+
+impl Leftovers {
+    /// Whether `row` (read after the rows this was shown before) is a leftover.
+    pub fn skip(&mut self, meta: &TableMeta, row: &Row) -> Result<bool> {
+        let layout = &meta.layout;
+        if layout.pattern.is_bucketed() || !layout.seal {
+            return Ok(false);
+        }
+        let block = row.cells.iter().any(|c| &*c.family == BLOCK_FAMILY);
+        if !block
+            && !self
+                .sealed
+                .as_ref()
+                .is_some_and(|(series, _)| row.key.starts_with(series))
+        {
+            return Ok(false);
+        }
+        let parts = keys::decode(&row.key, false, layout.reverse_time)?;
+        let here = (
+            &row.key[..parts.series_len],
+            bucket_start_ns(layout, parts.time),
+        );
+        if block {
+            self.sealed = Some((here.0.to_vec(), here.1));
+            return Ok(false);
+        }
+        Ok(self
+            .sealed
+            .as_ref()
+            .is_some_and(|(series, start)| (series.as_slice(), *start) == here))
+    }
+}
+
 /// Whether a row holds a block cell.
 pub fn has_block(row: &Row) -> bool {
     block_cell(row).is_some()
@@ -373,6 +441,15 @@ pub fn seal_table<S: WideColumnStore>(
     if !meta.layout.seal {
         return Ok(stats);
     }
+    // Over a store other front-ends write too, one pass at a time per table.
+    let _lease = if store.other_writers() {
+        match SealLease::take(store, &meta.store_table, now_ns)? {
+            Some(lease) => Some(lease),
+            None => return Ok(stats),
+        }
+    } else {
+        None
+    };
     if !meta.summarized {
         summarize_blocks(catalog, handle)?;
     }
@@ -416,7 +493,9 @@ fn due_buckets<S: WideColumnStore>(
 
     let req = ReadRequest {
         rows: RowSet::all(),
+        // Row-form cells only: a row holding just a block (and its guard) is sealed.
         filter: Some(RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex(format!("{MEASURE_FAMILY}|{META_FAMILY}")),
             RowFilter::CellsPerRowLimit(1),
             RowFilter::StripValue,
         ])),
@@ -450,12 +529,7 @@ fn due_buckets<S: WideColumnStore>(
         };
         let start = bucket_start_ns(layout, time_ns);
         let series = &row.key[..parts.series_len];
-        // Families are stored in id order and `b` is created last, so a row's first
-        // cell is in `b` only when the row holds nothing but a block.
-        let row_form = row
-            .cells
-            .first()
-            .is_some_and(|c| &*c.family != BLOCK_FAMILY);
+        let row_form = !row.cells.is_empty();
         match &mut group {
             Some((s, b, rf)) if s.as_slice() == series && *b == start => *rf |= row_form,
             _ => flush(group.replace((series.to_vec(), start, row_form)), &mut due),
@@ -488,14 +562,18 @@ fn seal_bucket<S: WideColumnStore>(
         },
         ..ReadRequest::default()
     };
-    // Each row's key and the exact cells to delete from it.
-    let mut rows: Vec<(Vec<u8>, Vec<Mutation>)> = Vec::new();
+    // Each row's key, the exact cells to delete from it, and its guard.
+    let mut rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)> = Vec::new();
     let mut points: BTreeMap<i64, Point> = BTreeMap::new();
     let mut failure = None;
     let mut bytes_removed = 0u64;
     store.read_rows(&meta.store_table, req, &mut |row| {
         let mut deletes = Vec::with_capacity(row.cells.len());
-        for c in row.cells.iter().filter(|c| &*c.family != BLOCK_FAMILY) {
+        for c in row
+            .cells
+            .iter()
+            .filter(|c| &*c.family != BLOCK_FAMILY && !is_guard(c))
+        {
             bytes_removed += (row.key.len() + c.qualifier.len() + c.value.len()) as u64;
             deletes.push(exact_delete(c));
         }
@@ -515,7 +593,7 @@ fn seal_bucket<S: WideColumnStore>(
                 return ControlFlow::Break(());
             }
         }
-        rows.push((row.key.to_vec(), deletes));
+        rows.push((row.key.to_vec(), deletes, guard_of(&row)));
         ControlFlow::Continue(())
     })?;
     if let Some(e) = failure {
@@ -523,7 +601,8 @@ fn seal_bucket<S: WideColumnStore>(
     }
     // Whatever happens below, the bucket is done until a write adds it again.
     handle.unsealed.remove(series, start_ns);
-    if points.is_empty() {
+    // Nothing but a block (another front-end sealed it since this one wrote it).
+    if points.is_empty() || rows.iter().all(|(_, deletes, _)| deletes.is_empty()) {
         return Ok(SealStats::default());
     }
     let points: Vec<Point> = points.into_values().collect();
@@ -538,14 +617,25 @@ fn seal_bucket<S: WideColumnStore>(
         return Ok(SealStats::default());
     }
     let block_key = block_row(layout, series, start_ns);
-    let mut batch: Vec<RowMutations> = rows
-        .into_iter()
-        .filter(|(k, m)| *k != block_key && !m.is_empty())
-        .map(|(key, mutations)| RowMutations { key, mutations })
-        .collect();
-    let removed = batch.len() as u64;
     let mut mutations = vec![Mutation::DeleteFromRow];
     mutations.extend(block);
+    let stats = SealStats {
+        buckets: 1,
+        points: points.len() as u64,
+        rows_removed: rows
+            .iter()
+            .filter(|(k, m, _)| *k != block_key && !m.is_empty())
+            .count() as u64,
+        bytes_removed,
+    };
+    if meta.guarded {
+        return seal_guarded(store, &meta, block_key, mutations, rows, stats);
+    }
+    let mut batch: Vec<RowMutations> = rows
+        .into_iter()
+        .filter(|(k, m, _)| *k != block_key && !m.is_empty())
+        .map(|(key, mutations, _)| RowMutations { key, mutations })
+        .collect();
     batch.push(RowMutations {
         key: block_key,
         mutations,
@@ -555,12 +645,52 @@ fn seal_bucket<S: WideColumnStore>(
     for r in store.mutate_rows(&meta.store_table, &batch)? {
         r?;
     }
-    Ok(SealStats {
-        buckets: 1,
-        points: points.len() as u64,
-        rows_removed: removed,
-        bytes_removed,
-    })
+    Ok(stats)
+}
+
+/// Step 3 in a guarded table, over a store without atomic multi-row batches: the block
+/// first, conditioned on its row's guard as read (a late write rewriting the block at
+/// the same time wins, and has merged these rows itself); then the bucket's other rows
+/// are deleted, each conditioned on its guard. Those rows are no longer written
+/// ([`closed_for_rows`]), and readers skip any a stop leaves behind ([`Leftovers`]).
+fn seal_guarded<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    block_key: Vec<u8>,
+    mutations: Vec<Mutation>,
+    rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)>,
+    stats: SealStats,
+) -> Result<SealStats> {
+    let read = rows
+        .iter()
+        .find(|(k, _, _)| *k == block_key)
+        .and_then(|(_, _, g)| g.clone());
+    let newest_us = mutations
+        .iter()
+        .filter_map(|m| match m {
+            Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let write = guarded_write(block_key.clone(), read.as_ref(), mutations, newest_us);
+    let matched = store.check_and_mutate_rows(&meta.store_table, std::slice::from_ref(&write))?;
+    match matched.into_iter().next() {
+        Some(Ok(m)) if applied(&write, m) => {}
+        Some(Err(e)) => return Err(e.into()),
+        _ => return Ok(SealStats::default()),
+    }
+    let deletes: Vec<Conditional> = rows
+        .into_iter()
+        .filter(|(k, m, _)| *k != block_key && !m.is_empty())
+        .map(|(key, _, guard)| guarded_delete(key, guard.as_ref()))
+        .collect();
+    if !deletes.is_empty() {
+        for r in store.check_and_mutate_rows(&meta.store_table, &deletes)? {
+            r?;
+        }
+    }
+    Ok(stats)
 }
 
 /// The deletion of exactly `cell`: its column over its one millisecond (the store's

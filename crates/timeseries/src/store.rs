@@ -64,6 +64,21 @@ pub trait WideColumnStore: Send + Sync + 'static {
         on_match: &[Mutation],
         on_miss: &[Mutation],
     ) -> StoreResult<bool>;
+    /// Several [`WideColumnStore::check_and_mutate`]s, each on its own row and judged
+    /// alone; one result per entry, in order. A remote store sends them at once, so a
+    /// batch costs one round trip.
+    fn check_and_mutate_rows(
+        &self,
+        table: &str,
+        rows: &[Conditional],
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
+        Ok(rows
+            .iter()
+            .map(|r| {
+                self.check_and_mutate(table, &r.key, r.predicate.as_ref(), &r.on_match, &r.on_miss)
+            })
+            .collect())
+    }
     /// Whether processes other than this one may change the store's tables (a
     /// remote Bigtable shared by front-ends): then what is cached of them must be read
     /// again before it is trusted.
@@ -84,6 +99,19 @@ pub trait WideColumnStore: Send + Sync + 'static {
         req: ReadRequest,
         visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
     ) -> StoreResult<()>;
+}
+
+/// One row's conditional change, as CheckAndMutateRow takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conditional {
+    /// The row.
+    pub key: Vec<u8>,
+    /// `None`: any cell of the row.
+    pub predicate: Option<RowFilter>,
+    /// Applied when the predicate outputs a cell.
+    pub on_match: Vec<Mutation>,
+    /// Applied when it outputs none.
+    pub on_miss: Vec<Mutation>,
 }
 
 /// A store chosen at run time: the embedded engine or a remote Bigtable. The layers
@@ -132,6 +160,13 @@ impl WideColumnStore for SharedStore {
     ) -> StoreResult<bool> {
         self.as_ref()
             .check_and_mutate(table, key, predicate, on_match, on_miss)
+    }
+    fn check_and_mutate_rows(
+        &self,
+        table: &str,
+        rows: &[Conditional],
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
+        self.as_ref().check_and_mutate_rows(table, rows)
     }
     fn write_concurrency(&self) -> usize {
         self.as_ref().write_concurrency()

@@ -27,16 +27,21 @@ use almanac_engine::calendar::rfc3339_millis;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::rowset::{RowRange, RowSet};
-use almanac_engine::{ReadRequest, RowMutations};
+use almanac_engine::{ReadRequest, Row, RowMutations};
 
 use crate::catalog::{SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
-use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE};
+use crate::guard::{Guard, applied, guard_of, guarded_delete, guarded_write, let_guard_through};
+use crate::keys;
+use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE, MAX_WRITE_TRIES};
 use crate::model::{Ingested, Point, Record, RejectedRecord};
 use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
-use crate::seal::{block_mutations, block_row, bucket_start_ns, has_block, may_be_sealed};
-use crate::store::WideColumnStore;
+use crate::seal::{
+    block_mutations, block_row, bucket_rows, bucket_start_ns, closed_for_rows, has_block,
+    may_be_sealed,
+};
+use crate::store::{Conditional, WideColumnStore};
 use crate::validate::{Merged, Parsed, RecordChecker};
 
 /// What happened to one request.
@@ -130,6 +135,9 @@ struct RowWrite {
 
 /// Writes a request's records into a table; they are visible when this returns, and
 /// durable once the store's `sync` returns.
+///
+/// In a guarded table, the records whose rows another process changed between this
+/// one's read and write are tried again, from step 1, up to [`MAX_WRITE_TRIES`] times.
 pub fn write_records<S: WideColumnStore>(
     catalog: &SeriesCatalog<S>,
     handle: &TableHandle,
@@ -144,9 +152,63 @@ pub fn write_records<S: WideColumnStore>(
         )));
     }
     check_request(common, records)?;
+    let mut out = WriteOutcome::default();
+    let (first, mut again) = write_once(catalog, handle, common, records, now_ns)?;
+    out.add(first, |i| i);
+    for _ in 1..MAX_WRITE_TRIES {
+        if again.is_empty() {
+            break;
+        }
+        let subset: Vec<Record> = again.iter().map(|&i| records[i].clone()).collect();
+        let (part, conflicted) = write_once(catalog, handle, common, &subset, now_ns)?;
+        out.add(part, |i| again[i]);
+        again = conflicted.into_iter().map(|i| again[i]).collect();
+    }
+    if !again.is_empty() {
+        return Err(Error::Contended(format!(
+            "The rows of {} records kept changing under writes from other front-ends \
+             ({MAX_WRITE_TRIES} tries); retry the request.",
+            again.len()
+        )));
+    }
+    out.rejected.sort_by_key(|r| r.index);
+    Ok(out)
+}
+
+impl WriteOutcome {
+    /// Adds the outcome of a write of some of the request's records, whose index `i`
+    /// is the request's `index(i)`.
+    fn add(&mut self, part: WriteOutcome, index: impl Fn(usize) -> usize) {
+        self.ingested.total += part.ingested.total;
+        self.ingested.memory_store += part.ingested.memory_store;
+        self.ingested.magnetic_store += part.ingested.magnetic_store;
+        self.rejected
+            .extend(part.rejected.into_iter().map(|r| RejectedRecord {
+                index: index(r.index),
+                ..r
+            }));
+    }
+}
+
+/// One try of [`write_records`]: what it did, and the indexes of the records whose
+/// rows changed under it (guarded tables only), neither written nor rejected.
+fn write_once<S: WideColumnStore>(
+    catalog: &SeriesCatalog<S>,
+    handle: &TableHandle,
+    common: Option<&Record>,
+    records: &[Record],
+    now_ns: i64,
+) -> Result<(WriteOutcome, Vec<usize>)> {
     let mut rejected = Vec::new();
     // 1. Each record alone, and its time against retention.
     let mut meta = handle.meta();
+    if catalog.store().other_writers() && !meta.guarded {
+        return Err(Error::invalid(format!(
+            "Table {}.{} was created without row guards, which writes from several \
+             front-ends need; create it again through a front-end of this version.",
+            meta.database, meta.name
+        )));
+    }
     let mut parsed: Vec<(usize, Parsed, bool)> = Vec::with_capacity(records.len());
     let mut checker = RecordChecker::default();
     let key = meta.partition_key.as_ref();
@@ -183,7 +245,7 @@ pub fn write_records<S: WideColumnStore>(
         })
         .collect();
     let series = &handle.series;
-    let guards = series.lock(
+    let locks = series.lock(
         points
             .iter()
             .map(|(_, _, pl, _)| series.stripe(&pl.row[..pl.series_len]))
@@ -193,7 +255,9 @@ pub fn write_records<S: WideColumnStore>(
     let Stored {
         points: mut stored,
         mut blocks,
-    } = read_stored(catalog.store().as_ref(), handle, &meta, &points)?;
+        guards,
+        leftovers,
+    } = read_stored(catalog.store().as_ref(), handle, &meta, &points, now_ns)?;
     // 5. Resolve in request order.
     let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
     let mut magnetic_of = vec![false; records.len()];
@@ -290,6 +354,10 @@ pub fn write_records<S: WideColumnStore>(
     for key in dirty {
         if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key)) {
             entry.mutations = block_mutations(&meta, points)?;
+            if meta.guarded {
+                // The bucket's row-form cells are in the block now.
+                entry.mutations.insert(0, Mutation::DeleteFromRow);
+            }
         }
     }
     let batch: Vec<RowMutations> = rows
@@ -300,23 +368,34 @@ pub fn write_records<S: WideColumnStore>(
             mutations: std::mem::take(&mut w.mutations),
         })
         .collect();
-    let results = if batch.is_empty() {
-        Vec::new()
+    let store = catalog.store();
+    let Landed { failed, conflicted } = if meta.guarded {
+        write_guarded(store.as_ref(), &meta, batch, &guards, &leftovers)?
     } else {
-        catalog
-            .store()
-            .mutate_rows_unsynced(&meta.store_table, &batch)?
-    };
-    let mut failed: HashMap<&[u8], String> = HashMap::new();
-    for (entry, r) in batch.iter().zip(results) {
-        if let Err(e) = r {
-            failed.insert(entry.key.as_slice(), e.to_string());
+        let results = if batch.is_empty() {
+            Vec::new()
+        } else {
+            store.mutate_rows_unsynced(&meta.store_table, &batch)?
+        };
+        let failed = batch
+            .into_iter()
+            .zip(results)
+            .filter_map(|(entry, r)| r.err().map(|e| (entry.key, e.to_string())))
+            .collect();
+        Landed {
+            failed,
+            conflicted: BTreeSet::new(),
         }
-    }
+    };
+    let mut again = Vec::new();
     let mut ingested = Ingested::default();
     let mut written = Vec::with_capacity(rows.len());
     for (key, w) in &rows {
-        if let Some(why) = failed.get(key.as_slice()) {
+        if conflicted.contains(key) {
+            again.extend(&w.indexes);
+            continue;
+        }
+        if let Some(why) = failed.get(key) {
             for &i in &w.indexes {
                 reject(&mut rejected, i, why.clone(), None);
             }
@@ -336,7 +415,7 @@ pub fn write_records<S: WideColumnStore>(
     if meta.layout.seal {
         let row_form = rows
             .iter()
-            .filter(|(k, w)| w.row_form && !failed.contains_key(k.as_slice()))
+            .filter(|(k, w)| w.row_form && !failed.contains_key(*k) && !conflicted.contains(*k))
             .map(|(k, w)| {
                 (
                     &k[..w.series_len],
@@ -346,9 +425,84 @@ pub fn write_records<S: WideColumnStore>(
         handle.unsealed.written(row_form, now_ns);
     }
     // 7. Unlock; the caller syncs before it answers.
-    drop(guards);
-    rejected.sort_by_key(|r| r.index);
-    Ok(WriteOutcome { ingested, rejected })
+    drop(locks);
+    again.sort_unstable();
+    Ok((WriteOutcome { ingested, rejected }, again))
+}
+
+/// Step 6 in a guarded table: each changed row in one CheckAndMutateRow conditioned on
+/// the guard read in step 4, all sent at once; then the row-form rows of the buckets
+/// whose blocks were rewritten are deleted. Returns the rows that failed (with why)
+/// and those another process changed since step 4.
+fn write_guarded<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    batch: Vec<RowMutations>,
+    guards: &HashMap<Vec<u8>, Guard>,
+    leftovers: &OtherRows,
+) -> Result<Landed> {
+    let mut failed = HashMap::new();
+    let mut conflicted = BTreeSet::new();
+    if batch.is_empty() {
+        return Ok(Landed { failed, conflicted });
+    }
+    let writes: Vec<Conditional> = batch
+        .into_iter()
+        .map(|r| {
+            let newest_us = newest_set_us(&r.mutations);
+            let read = guards.get(&r.key);
+            guarded_write(r.key, read, r.mutations, newest_us)
+        })
+        .collect();
+    let results = store.check_and_mutate_rows(&meta.store_table, &writes)?;
+    let mut deletes = Vec::new();
+    for (w, r) in writes.into_iter().zip(results) {
+        match r {
+            Ok(matched) if applied(&w, matched) => {
+                if let Some(rows) = leftovers.get(&w.key) {
+                    deletes.extend(
+                        rows.iter()
+                            .map(|(k, g)| guarded_delete(k.clone(), g.as_ref())),
+                    );
+                }
+            }
+            Ok(_) => {
+                conflicted.insert(w.key);
+            }
+            Err(e) => {
+                failed.insert(w.key, e.to_string());
+            }
+        }
+    }
+    if !deletes.is_empty() {
+        // Their points are in the block now; one not deleted is skipped by readers
+        // ([`crate::seal::Leftovers`]) until the next seal deletes it.
+        for r in store.check_and_mutate_rows(&meta.store_table, &deletes)? {
+            r?;
+        }
+    }
+    Ok(Landed { failed, conflicted })
+}
+
+/// Which rows of step 6 did not land.
+#[derive(Default)]
+struct Landed {
+    /// Rows the store refused, with why.
+    failed: HashMap<Vec<u8>, String>,
+    /// Rows another process changed since step 4 (guarded tables).
+    conflicted: BTreeSet<Vec<u8>>,
+}
+
+/// The newest cell time a row's mutations set.
+fn newest_set_us(mutations: &[Mutation]) -> i64 {
+    mutations
+        .iter()
+        .filter_map(|m| match m {
+            Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Request-level checks that fail the whole request (`ValidationException`), as
@@ -437,23 +591,56 @@ fn admit<'r, S: WideColumnStore>(
 }
 
 /// What step 4 found.
+#[derive(Default)]
 struct Stored<'a> {
-    /// Stored points by place.
+    /// Stored points by place (the highest version of a place read twice).
     points: HashMap<Place, Point<'a>>,
     /// The sealed blocks among the rows read, by row key: their points, by time (the
-    /// request's points join them).
+    /// request's points join them). In a guarded table, every bucket closed to
+    /// row-form writes that the request writes, with its row-form points merged in.
     blocks: HashMap<Vec<u8>, Vec<Point<'a>>>,
+    /// The guards of the rows read (guarded tables; a row without one is absent).
+    guards: HashMap<Vec<u8>, Guard>,
+    /// Guarded tables: for each bucket in `blocks`, its other rows, with their guards.
+    leftovers: OtherRows,
+}
+
+/// By a bucket's block row: the bucket's other rows, with their guards.
+type OtherRows = HashMap<Vec<u8>, Vec<(Vec<u8>, Option<Guard>)>>;
+
+impl Stored<'_> {
+    /// Keeps a stored point, the higher version when its place was read already.
+    fn keep(&mut self, meta: &TableMeta, p: Point<'static>) {
+        match self.points.entry(place(meta, &p)) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if o.get().version < p.version {
+                    o.insert(p);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(p);
+            }
+        }
+    }
 }
 
 /// Step 4: the stored points in the slots of points at or below their series' mark,
 /// looked up in their rows, and the blocks of the points' buckets that may be sealed.
-fn read_stored<'a, S: WideColumnStore>(
+///
+/// In a guarded table another process may have written any series since this one
+/// learned its mark, so every point's row is read (with its guard); and a point of a
+/// bucket closed to row-form writes ([`closed_for_rows`]) has its whole bucket read,
+/// to be rewritten as one block.
+fn read_stored<'a, S: WideColumnStore + ?Sized>(
     store: &S,
     handle: &TableHandle,
     meta: &TableMeta,
     points: &[(usize, Point<'_>, Place, bool)],
+    now_ns: i64,
 ) -> Result<Stored<'a>> {
+    let guarded = meta.guarded;
     let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
+    let mut closed: BTreeSet<(Vec<u8>, i64)> = BTreeSet::new();
     // Taken under the series locks: a seal pass raises the watermark before it takes
     // any of them, so this sees every bucket sealed in these series.
     let sealing = handle.meta();
@@ -462,6 +649,16 @@ fn read_stored<'a, S: WideColumnStore>(
         .marks_of(points.iter().map(|(_, _, pl, _)| &pl.row[..pl.series_len]));
     for ((_, p, pl, _), mark) in points.iter().zip(marks) {
         let series = &pl.row[..pl.series_len];
+        if guarded {
+            if closed_for_rows(meta, p.time_ns, now_ns) {
+                closed.insert((series.to_vec(), bucket_start_ns(&meta.layout, p.time_ns)));
+            } else {
+                let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
+                r.0 = r.0.min(pl.slot);
+                r.1 = r.1.max(pl.slot);
+            }
+            continue;
+        }
         // A series without a mark is looked up once (a second point of it in this
         // request finds the mark the first one learned).
         let mark = match mark.or_else(|| handle.series.mark(series)) {
@@ -488,48 +685,151 @@ fn read_stored<'a, S: WideColumnStore>(
             r.1 = r.1.max(pl.slot);
         }
     }
-    let mut out = Stored {
-        points: HashMap::new(),
-        blocks: HashMap::new(),
-    };
-    if rows.is_empty() {
-        return Ok(out);
+    let mut out = Stored::default();
+    if !rows.is_empty() {
+        read_point_rows(store, meta, &rows, &mut out)?;
     }
+    if !closed.is_empty() {
+        read_closed_buckets(store, meta, &closed, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Step 4's read of the points' own rows (only the slots between the lowest and the
+/// highest written, in bucketed rows).
+fn read_point_rows<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    rows: &BTreeMap<Vec<u8>, (i64, i64)>,
+    out: &mut Stored<'_>,
+) -> Result<()> {
     let bucketed = meta.layout.pattern.is_bucketed();
     let lo = rows.values().map(|r| r.0).min().unwrap_or(0);
     let hi = rows.values().map(|r| r.1).max().unwrap_or(0);
+    let filter = bucketed.then(|| {
+        let_blocks_through(
+            meta,
+            RowFilter::TimestampRange {
+                start_us: lo,
+                end_us: Some(hi + 1000),
+            },
+        )
+    });
     let req = ReadRequest {
         rows: RowSet {
             keys: rows.keys().cloned().collect(),
             ranges: Vec::new(),
         },
-        filter: bucketed.then(|| {
-            let_blocks_through(
-                meta,
-                RowFilter::TimestampRange {
-                    start_us: lo,
-                    end_us: Some(hi + 1000),
-                },
-            )
-        }),
+        filter: if meta.guarded {
+            let_guard_through(filter)
+        } else {
+            filter
+        },
         ..ReadRequest::default()
     };
-    let mut failure = None;
     let now_us = store.now_us();
+    read_decoded(store, meta, req, now_us, &mut |row, points| {
+        if let Some(g) = guard_of(row) {
+            out.guards.insert(row.key.to_vec(), g);
+        }
+        if has_block(row) {
+            let mut sorted = points.clone();
+            sorted.sort_by_key(|p| p.time_ns);
+            out.blocks.insert(row.key.to_vec(), sorted);
+        }
+        for p in points {
+            out.keep(meta, p);
+        }
+    })
+}
+
+/// Step 4's read of the buckets closed to row-form writes (guarded tables): all of
+/// each bucket's rows, merged into the bucket's block (the higher version wins a time).
+fn read_closed_buckets<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    closed: &BTreeSet<(Vec<u8>, i64)>,
+    out: &mut Stored<'_>,
+) -> Result<()> {
+    let layout = &meta.layout;
+    let req = ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: closed
+                .iter()
+                .map(|(series, start)| bucket_rows(layout, series, *start))
+                .collect(),
+        },
+        ..ReadRequest::default()
+    };
+    let mut merged: HashMap<Vec<u8>, BTreeMap<i64, Point<'static>>> = closed
+        .iter()
+        .map(|(series, start)| (block_row(layout, series, *start), BTreeMap::new()))
+        .collect();
+    let now_us = store.now_us();
+    let bucketed = layout.pattern.is_bucketed();
+    let mut failure = None;
+    read_decoded(store, meta, req, now_us, &mut |row, points| {
+        let parts = match keys::decode(&row.key, bucketed, layout.reverse_time) {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(e);
+                return;
+            }
+        };
+        let time_ns = if bucketed {
+            parts.time.saturating_mul(1_000_000_000)
+        } else {
+            parts.time
+        };
+        let block_key = block_row(layout, &row.key[..parts.series_len], time_ns);
+        let guard = guard_of(row);
+        if block_key == *row.key {
+            if let Some(g) = guard {
+                out.guards.insert(block_key.clone(), g);
+            }
+        } else {
+            out.leftovers
+                .entry(block_key.clone())
+                .or_default()
+                .push((row.key.to_vec(), guard));
+        }
+        let bucket = merged.entry(block_key).or_default();
+        for p in points {
+            match bucket.get(&p.time_ns) {
+                Some(q) if q.version >= p.version => {}
+                _ => {
+                    bucket.insert(p.time_ns, p.clone());
+                }
+            }
+            out.keep(meta, p);
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    for (key, points) in merged {
+        out.blocks.insert(key, points.into_values().collect());
+    }
+    Ok(())
+}
+
+/// Reads rows and passes each with its decoded points to `on_row`; stops at the first
+/// row that does not decode.
+fn read_decoded<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    req: ReadRequest,
+    now_us: i64,
+    on_row: &mut dyn FnMut(&Row, Vec<Point<'static>>),
+) -> Result<()> {
+    let mut failure = None;
     store.read_rows(
         &meta.store_table,
         req,
         &mut |row| match decode_row(meta, &row, now_us) {
             Ok(points) => {
-                if has_block(&row) {
-                    let mut sorted = points.clone();
-                    sorted.sort_by_key(|p| p.time_ns);
-                    out.blocks.insert(row.key.to_vec(), sorted);
-                }
-                for p in points {
-                    let pl = place(meta, &p);
-                    out.points.insert(pl, p);
-                }
+                on_row(&row, points);
                 ControlFlow::Continue(())
             }
             Err(e) => {
@@ -540,12 +840,16 @@ fn read_stored<'a, S: WideColumnStore>(
     )?;
     match failure {
         Some(e) => Err(e),
-        None => Ok(out),
+        None => Ok(()),
     }
 }
 
 /// The newest time stored in a series, as an upper bound (`i64::MIN` when empty).
-fn newest_in_series<S: WideColumnStore>(store: &S, meta: &TableMeta, series: &[u8]) -> Result<i64> {
+fn newest_in_series<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    series: &[u8],
+) -> Result<i64> {
     let req = ReadRequest {
         rows: RowSet {
             keys: Vec::new(),

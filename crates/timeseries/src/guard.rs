@@ -1,0 +1,155 @@
+//! Row guards: what keeps a row's read, check and write atomic against other processes
+//! writing the same store (front-ends over one remote Bigtable), where this process's
+//! series locks ([`crate::series`]) reach no one else.
+//!
+//! In a table with guards ([`crate::TableMeta::guarded`]) every change of a row sets
+//! the row's guard cell (family `g`, empty qualifier) to a fresh token, in one
+//! CheckAndMutateRow conditioned on the token the writer read: if another process
+//! changed the row in between, the condition fails, nothing is applied, and the writer
+//! reads the row again and decides again. A row never written this way has no guard;
+//! a write that read none is conditioned on there still being none.
+//!
+//! The guard's timestamp is the newest cell time the row has had, so GC by age
+//! collects it with the row's last point, never before.
+//!
+//! Byte layout: docs/format.md#row-guards
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use almanac_engine::filter::RowFilter;
+use almanac_engine::mutation::Mutation;
+use almanac_engine::{Cell, Row};
+
+use crate::store::Conditional;
+
+/// The family of a row's guard cell.
+pub const GUARD_FAMILY: &str = "g";
+
+/// A row's guard as read: its timestamp and token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    ts_us: i64,
+    token: Vec<u8>,
+}
+
+/// The guard cell of a row, if it has one.
+pub fn guard_of(row: &Row) -> Option<Guard> {
+    row.cells.iter().find(|c| is_guard(c)).map(|c| Guard {
+        ts_us: c.timestamp_us,
+        token: c.value.to_vec(),
+    })
+}
+
+/// Whether a cell is a row's guard.
+pub fn is_guard(cell: &Cell) -> bool {
+    &*cell.family == GUARD_FAMILY
+}
+
+/// `filter` widened so the rows it reads keep their guard cells (`None` reads whole
+/// rows, guards included).
+pub fn let_guard_through(filter: Option<RowFilter>) -> Option<RowFilter> {
+    filter.map(|f| RowFilter::Interleave(vec![f, RowFilter::FamilyNameRegex(GUARD_FAMILY.into())]))
+}
+
+/// A token no other write has used: this process's random prefix and a counter.
+pub(crate) fn fresh_token() -> Vec<u8> {
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = *PROCESS.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    // Hex digits only, so the token is its own regex in the condition.
+    format!("{process:016x}{n:016x}").into_bytes()
+}
+
+/// The predicate that outputs a cell when the row's guard is `read` (`Some`), or when
+/// the row has any guard (`None`).
+fn predicate(read: Option<&Guard>) -> RowFilter {
+    let family = RowFilter::FamilyNameRegex(GUARD_FAMILY.into());
+    match read {
+        Some(g) => RowFilter::Chain(vec![family, RowFilter::ValueRegex(g.token.clone())]),
+        None => family,
+    }
+}
+
+/// The conditional write of `mutations` to row `key`, applied only if the row's guard
+/// is still `read`; it sets a fresh guard at the newer of the old guard's timestamp and
+/// `newest_us` (the newest cell time the mutations write).
+pub fn guarded_write(
+    key: Vec<u8>,
+    read: Option<&Guard>,
+    mut mutations: Vec<Mutation>,
+    newest_us: i64,
+) -> Conditional {
+    mutations.push(Mutation::DeleteFromFamily {
+        family: GUARD_FAMILY.into(),
+    });
+    mutations.push(Mutation::SetCell {
+        family: GUARD_FAMILY.into(),
+        qualifier: Vec::new(),
+        timestamp_us: read.map_or(newest_us, |g| g.ts_us.max(newest_us)),
+        value: fresh_token(),
+    });
+    conditional(key, read, mutations)
+}
+
+/// The deletion of row `key`, applied only if its guard is still `read`.
+pub fn guarded_delete(key: Vec<u8>, read: Option<&Guard>) -> Conditional {
+    conditional(key, read, vec![Mutation::DeleteFromRow])
+}
+
+fn conditional(key: Vec<u8>, read: Option<&Guard>, mutations: Vec<Mutation>) -> Conditional {
+    let (on_match, on_miss) = match read {
+        Some(_) => (mutations, Vec::new()),
+        None => (Vec::new(), mutations),
+    };
+    Conditional {
+        key,
+        predicate: Some(predicate(read)),
+        on_match,
+        on_miss,
+    }
+}
+
+/// Whether a conditional write or delete built here was applied, from whether its
+/// predicate matched.
+pub fn applied(c: &Conditional, matched: bool) -> bool {
+    if c.on_match.is_empty() {
+        !matched
+    } else {
+        matched
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_differ_and_are_their_own_regex() {
+        let a = fresh_token();
+        let b = fresh_token();
+        assert_ne!(a, b);
+        assert!(a.iter().all(u8::is_ascii_hexdigit));
+    }
+
+    #[test]
+    fn a_write_expecting_no_guard_applies_on_a_miss() {
+        let c = guarded_write(b"k".to_vec(), None, Vec::new(), 5_000);
+        assert!(c.on_match.is_empty());
+        assert!(applied(&c, false));
+        assert!(!applied(&c, true));
+        let read = Guard {
+            ts_us: 9_000,
+            token: b"00ff".to_vec(),
+        };
+        let c = guarded_write(b"k".to_vec(), Some(&read), Vec::new(), 5_000);
+        assert!(c.on_miss.is_empty());
+        assert!(applied(&c, true));
+        // The new guard keeps the newer timestamp.
+        assert!(c.on_match.iter().any(
+            |m| matches!(m, Mutation::SetCell { timestamp_us, .. } if *timestamp_us == 9_000)
+        ));
+    }
+}
