@@ -41,6 +41,8 @@ pub const MAX_BYTES: usize = 512 * 1024 * 1024;
 pub const MAX_ENDED: usize = 4096;
 /// Live tokens per query: one per page served, plus retries with another `MaxRows`.
 pub const MAX_TOKENS_PER_QUERY: usize = 16;
+/// Mixed into the seed of a cache's tag, so the tag is not its first id's digits.
+const TAG_SALT: u64 = 0x7461_6700_0000_0000;
 /// Separates the query id from the nonce in a token (not in a query id's alphabet).
 const TOKEN_SEPARATOR: char = '-';
 
@@ -73,6 +75,12 @@ pub enum PageError {
         "Invalid pagination token: the QueryString differs from the query that issued the token."
     )]
     QueryMismatch,
+    /// A token of a query this process did not run (another front-end did, or this
+    /// one before a restart): its pages are kept by the process that ran it.
+    #[error(
+        "Invalid pagination token: query {0} was not run by this front-end (another one ran it, or this one before it restarted); a query's pages stay in the memory of the front-end that ran it, so send every page request of a query there (session affinity), or run the query again."
+    )]
+    Elsewhere(String),
     /// `CancelQuery` of an id never seen (or forgotten).
     #[error("Query {0} is not known to this server (never run, or long finished).")]
     UnknownQuery(String),
@@ -176,6 +184,8 @@ pub struct ResultCache {
     ended: HashMap<String, (Ended, Arc<str>)>,
     ended_order: VecDeque<String>,
     ids: IdSource,
+    /// The first 8 digits of every query id this cache issues: which process ran it.
+    tag: String,
 }
 
 impl ResultCache {
@@ -188,13 +198,20 @@ impl ResultCache {
             bytes: 0,
             ended: HashMap::new(),
             ended_order: VecDeque::new(),
+            tag: format!("{:08X}", IdSource(seed ^ TAG_SALT).next() as u32),
             ids: IdSource(seed),
         }
     }
 
-    /// A fresh query id: 32 uppercase hex digits (letters and digits, as the service's).
+    /// A fresh query id: 32 uppercase hex digits (letters and digits, as the
+    /// service's), the first 8 this process's tag.
     pub fn new_query_id(&mut self) -> String {
-        format!("{:016X}{:016X}", self.ids.next(), self.ids.next())
+        format!(
+            "{}{:016X}{:08X}",
+            self.tag,
+            self.ids.next(),
+            self.ids.next() as u32
+        )
     }
 
     /// Queries cached and their bytes.
@@ -275,6 +292,9 @@ impl ResultCache {
                     query_id: query_id.to_string(),
                     reason: how.reason(),
                 },
+                None if !query_id.starts_with(&self.tag) => {
+                    PageError::Elsewhere(query_id.to_string())
+                }
                 _ => PageError::Malformed(token.to_string()),
             });
         };
@@ -485,6 +505,27 @@ mod tests {
         assert!(matches!(
             c.cancel(&id, "bob", t0),
             Err(PageError::UnknownQuery(_))
+        ));
+    }
+
+    #[test]
+    fn a_token_from_another_front_end_says_where_its_pages_are() {
+        let t0 = Instant::now();
+        let (mut here, mut there) = (
+            ResultCache::new(Limits::default(), 5),
+            ResultCache::new(Limits::default(), 6),
+        );
+        let h = header(&mut there);
+        let token = there.insert(h, "q", rows(5), 1, t0).unwrap();
+        let e = here.page(&token, "q", "", 1, 1 << 20, t0).unwrap_err();
+        assert!(matches!(e, PageError::Elsewhere(_)), "{e:?}");
+        assert!(e.to_string().contains("not run by this front-end"), "{e}");
+        // A token this process issued, for a query it does not know, is not that.
+        let mine = here.new_query_id();
+        let forged = format!("{mine}{TOKEN_SEPARATOR}{:016x}", 1);
+        assert!(matches!(
+            here.page(&forged, "q", "", 1, 1 << 20, t0),
+            Err(PageError::Malformed(_))
         ));
     }
 
