@@ -61,9 +61,12 @@ class AlmanacServer:
         log_dir: Path,
         timestream: bool = True,
         extra_args: tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
     ):
         self.binary = binary
         self.extra_args = tuple(extra_args)
+        # Added to this process's environment for the server (e.g. libfaketime's).
+        self.extra_env = dict(extra_env or {})
         self.data_dir = Path(data_dir)
         self.log_dir = Path(log_dir)
         self.timestream = timestream
@@ -129,7 +132,11 @@ class AlmanacServer:
         cmd += ["--console-addr", self.console_host]
         try:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.extra_env} if self.extra_env else None,
             )
         finally:
             log.close()

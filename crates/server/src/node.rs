@@ -432,13 +432,18 @@ async fn seal_periodically(
             };
             let compact =
                 deleted > 0 && deleted.saturating_mul(COMPACT_WHEN_DELETED_FRACTION) >= store;
-            if sealed.buckets > 0 {
+            if sealed.buckets > 0 && engine.is_some() {
                 eprintln!(
                     "almanac: sealed {} closed buckets ({} points, {} row-form bytes deleted; {deleted} since the last compaction, store {store} bytes{})",
                     sealed.buckets,
                     sealed.points,
                     sealed.bytes_removed,
                     if compact { "; compacting" } else { "" }
+                );
+            } else if sealed.buckets > 0 {
+                eprintln!(
+                    "almanac: sealed {} closed buckets ({} points, {} row-form bytes deleted)",
+                    sealed.buckets, sealed.points, sealed.bytes_removed,
                 );
             }
             if let (true, Some(engine)) = (compact, &engine) {
