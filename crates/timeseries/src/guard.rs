@@ -27,6 +27,11 @@ use crate::store::Conditional;
 /// The family of a row's guard cell.
 pub const GUARD_FAMILY: &str = "g";
 
+/// The qualifier, in the guard family, of a seal's mark on a bucket's block row in
+/// the one-point-a-row patterns: set (with a fresh guard) before the sealer reads the
+/// bucket, gone with the block's write ([`crate::seal`]).
+const SEALING_QUALIFIER: &[u8] = b"s";
+
 /// A row's guard as read: its timestamp and token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
@@ -36,13 +41,30 @@ pub struct Guard {
 
 /// The guard cell of a row, if it has one.
 pub fn guard_of(row: &Row) -> Option<Guard> {
-    row.cells.iter().find(|c| is_guard(c)).map(|c| Guard {
-        ts_us: c.timestamp_us,
-        token: c.value.to_vec(),
-    })
+    row.cells
+        .iter()
+        .find(|c| is_guard(c) && c.qualifier.is_empty())
+        .map(|c| Guard {
+            ts_us: c.timestamp_us,
+            token: c.value.to_vec(),
+        })
 }
 
-/// Whether a cell is a row's guard.
+impl Guard {
+    /// The guard's token.
+    pub fn token(&self) -> &[u8] {
+        &self.token
+    }
+}
+
+/// Whether a row carries a seal's mark (a seal of its bucket is under way).
+pub fn is_sealing(row: &Row) -> bool {
+    row.cells
+        .iter()
+        .any(|c| is_guard(c) && *c.qualifier == *SEALING_QUALIFIER)
+}
+
+/// Whether a cell is a row's guard (or a seal's mark beside it).
 pub fn is_guard(cell: &Cell) -> bool {
     &*cell.family == GUARD_FAMILY
 }
@@ -92,6 +114,44 @@ pub fn guarded_write(
         value: fresh_token(),
     });
     conditional(key, read, mutations)
+}
+
+/// A seal's mark on block row `key` (see [`is_sealing`]), applied only if its guard is
+/// still `read`: the row gets a fresh guard at `ts_us` or later, and the mark.
+pub fn mark_sealing(key: Vec<u8>, read: Option<&Guard>, ts_us: i64) -> Conditional {
+    let mut c = guarded_write(key, read, Vec::new(), ts_us);
+    let applied = if c.on_match.is_empty() {
+        &mut c.on_miss
+    } else {
+        &mut c.on_match
+    };
+    let ts = applied.iter().find_map(|m| match m {
+        Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
+        _ => None,
+    });
+    applied.push(Mutation::SetCell {
+        family: GUARD_FAMILY.into(),
+        qualifier: SEALING_QUALIFIER.to_vec(),
+        timestamp_us: ts.unwrap_or(ts_us),
+        value: Vec::new(),
+    });
+    c
+}
+
+/// The guard a conditional write built here sets when it applies.
+pub fn written_guard(c: &Conditional) -> Option<Guard> {
+    c.on_match.iter().chain(&c.on_miss).find_map(|m| match m {
+        Mutation::SetCell {
+            family,
+            qualifier,
+            timestamp_us,
+            value,
+        } if family == GUARD_FAMILY && qualifier.is_empty() => Some(Guard {
+            ts_us: *timestamp_us,
+            token: value.clone(),
+        }),
+        _ => None,
+    })
 }
 
 /// The deletion of row `key`, applied only if its guard is still `read`.

@@ -60,7 +60,9 @@ use crate::catalog::{
     BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, SealLease, SeriesCatalog, TableHandle, TableMeta,
 };
 use crate::error::{Error, Result};
-use crate::guard::{Guard, applied, guard_of, guarded_delete, guarded_write, is_guard};
+use crate::guard::{
+    Guard, applied, guard_of, guarded_delete, guarded_write, is_guard, mark_sealing, written_guard,
+};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
 use crate::model::{DimensionPair, MeasureType, Point};
@@ -121,14 +123,15 @@ fn bucket_end_ns(layout: &Layout, time_ns: i64) -> i64 {
 
 /// How far front-ends' clocks may disagree (NTP keeps them within milliseconds):
 /// sealing waits [`SEAL_DELAY_NS`] after a bucket's end on its sealer's clock, and
-/// writers of a guarded table stop writing the bucket's rows this much earlier on
-/// theirs ([`closed_for_rows`]).
+/// writers of a guarded table start checking for a seal this much earlier on theirs
+/// ([`closed_for_rows`]).
 pub const MAX_CLOCK_SKEW_NS: i64 = 5 * 60 * NS_PER_SEC;
 
-/// Whether, in a guarded table, the bucket of `time_ns` is closed to row-form writes at
-/// `now_ns`: a point written there rewrites the bucket's block, with the bucket's
-/// row-form points merged in. So the rows a sealer reads stay as read until it deletes
-/// them, and a seal needs no atomic multi-row batch.
+/// Whether, in a guarded table, the bucket of `time_ns` may be sealed at `now_ns` on
+/// some front-end's clock. A write of a point there in a one-point-a-row pattern reads
+/// the bucket's block row too: a sealed (or marked) bucket is rewritten as one block
+/// with the point; otherwise the point takes its row and the block row is checked again
+/// after the write (`write::recheck`), so a seal never misses a row it then deletes.
 pub fn closed_for_rows(meta: &TableMeta, time_ns: i64, now_ns: i64) -> bool {
     meta.guarded
         && meta.layout.seal
@@ -291,9 +294,10 @@ pub fn block_cell(row: &Row) -> Option<&Cell> {
 /// Row-form rows left beside a sealed bucket's block in the one-point-a-row patterns,
 /// where the block has its own row: a seal over a store without atomic multi-row
 /// batches writes the block first and deletes the rows after, and a sealer that stops
-/// between leaves them. Their points are in the block (rows of a bucket old enough to
-/// seal are no longer written, [`closed_for_rows`]), so readers skip them; the next
-/// seal or late write of the bucket deletes them.
+/// between leaves them. Their points are in the block, so readers skip them; the next
+/// seal or late write of the bucket deletes them. A row written into the bucket after
+/// its seal read it is skipped too until its writer (which has not answered yet)
+/// merges it into the block.
 ///
 /// A read meets a bucket's block row before its other rows (it is the bucket's first
 /// key, and reads widen their first bucket to it), so remembering the last block's
@@ -543,7 +547,94 @@ fn due_buckets<S: WideColumnStore>(
     Ok(due)
 }
 
+/// A bucket as a seal reads it.
+struct BucketRead<'a> {
+    /// Each row's key, the exact cells to delete from it, and its guard.
+    rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)>,
+    /// Its points by time: the higher version of a time read twice; on a tie the one
+    /// read first (the block row's).
+    points: BTreeMap<i64, Point<'a>>,
+    /// Bytes of the row-form cells (key, qualifier and value of each).
+    bytes_removed: u64,
+}
+
+impl BucketRead<'_> {
+    /// Whether the bucket holds row-form points to seal.
+    fn has_rows(&self) -> bool {
+        !self.points.is_empty() && self.rows.iter().any(|(_, deletes, _)| !deletes.is_empty())
+    }
+
+    /// The guard read of row `key`.
+    fn guard(&self, key: &[u8]) -> Option<Guard> {
+        self.rows
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .and_then(|(_, _, g)| g.clone())
+    }
+}
+
+/// Reads every row of the bucket starting at `start_ns` in `series`.
+fn read_bucket<'a, S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    series: &[u8],
+    start_ns: i64,
+) -> Result<BucketRead<'a>> {
+    let now_us = store.now_us();
+    let req = ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![bucket_rows(&meta.layout, series, start_ns)],
+        },
+        ..ReadRequest::default()
+    };
+    let mut out = BucketRead {
+        rows: Vec::new(),
+        points: BTreeMap::new(),
+        bytes_removed: 0,
+    };
+    let mut failure = None;
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        let mut deletes = Vec::with_capacity(row.cells.len());
+        for c in row
+            .cells
+            .iter()
+            .filter(|c| &*c.family != BLOCK_FAMILY && !is_guard(c))
+        {
+            out.bytes_removed += (row.key.len() + c.qualifier.len() + c.value.len()) as u64;
+            deletes.push(exact_delete(c));
+        }
+        match decode_row(meta, &row, now_us) {
+            Ok(decoded) => {
+                for p in decoded {
+                    match out.points.get(&p.time_ns) {
+                        Some(q) if q.version >= p.version => {}
+                        _ => {
+                            out.points.insert(p.time_ns, p);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        out.rows.push((row.key.to_vec(), deletes, guard_of(&row)));
+        ControlFlow::Continue(())
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// Step 2: seals one bucket under its series lock.
+///
+/// In a guarded table of a one-point-a-row pattern the bucket's block row is marked
+/// first ([`mark_sealing`]) and the bucket read again: a writer that put a row into
+/// the bucket after that read finds the mark when it checks, and merges the bucket
+/// itself (`write::recheck`).
 fn seal_bucket<S: WideColumnStore>(
     store: &S,
     handle: &TableHandle,
@@ -554,57 +645,39 @@ fn seal_bucket<S: WideColumnStore>(
     let _guard = locks.lock(vec![locks.stripe(series)]);
     let meta = handle.meta();
     let layout = &meta.layout;
-    let now_us = store.now_us();
-    let req = ReadRequest {
-        rows: RowSet {
-            keys: Vec::new(),
-            ranges: vec![bucket_rows(layout, series, start_ns)],
-        },
-        ..ReadRequest::default()
-    };
-    // Each row's key, the exact cells to delete from it, and its guard.
-    let mut rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)> = Vec::new();
-    let mut points: BTreeMap<i64, Point> = BTreeMap::new();
-    let mut failure = None;
-    let mut bytes_removed = 0u64;
-    store.read_rows(&meta.store_table, req, &mut |row| {
-        let mut deletes = Vec::with_capacity(row.cells.len());
-        for c in row
-            .cells
-            .iter()
-            .filter(|c| &*c.family != BLOCK_FAMILY && !is_guard(c))
-        {
-            bytes_removed += (row.key.len() + c.qualifier.len() + c.value.len()) as u64;
-            deletes.push(exact_delete(c));
-        }
-        match decode_row(&meta, &row, now_us) {
-            Ok(decoded) => {
-                for p in decoded {
-                    match points.get(&p.time_ns) {
-                        Some(q) if q.version >= p.version => {}
-                        _ => {
-                            points.insert(p.time_ns, p);
-                        }
-                    }
-                }
-            }
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        rows.push((row.key.to_vec(), deletes, guard_of(&row)));
-        ControlFlow::Continue(())
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    let mut read = read_bucket(store, &meta, series, start_ns)?;
     // Whatever happens below, the bucket is done until a write adds it again.
     handle.unsealed.remove(series, start_ns);
     // Nothing but a block (another front-end sealed it since this one wrote it).
-    if points.is_empty() || rows.iter().all(|(_, deletes, _)| deletes.is_empty()) {
+    if !read.has_rows() {
         return Ok(SealStats::default());
     }
+    let block_key = block_row(layout, series, start_ns);
+    if meta.guarded && !layout.pattern.is_bucketed() {
+        let newest_us = read.points.keys().last().map_or(0, |&t| cell_ts_us(t));
+        let mark = mark_sealing(
+            block_key.clone(),
+            read.guard(&block_key).as_ref(),
+            newest_us,
+        );
+        let marked = store.check_and_mutate_rows(&meta.store_table, std::slice::from_ref(&mark))?;
+        match marked.into_iter().next() {
+            Some(Ok(m)) if applied(&mark, m) => {}
+            Some(Err(e)) => return Err(e.into()),
+            // A writer changed the block row: it seals the bucket, or a later pass.
+            _ => return Ok(SealStats::default()),
+        }
+        read = read_bucket(store, &meta, series, start_ns)?;
+        let ours = written_guard(&mark).map(|g| g.token().to_vec());
+        if read.guard(&block_key).map(|g| g.token().to_vec()) != ours || !read.has_rows() {
+            return Ok(SealStats::default());
+        }
+    }
+    let BucketRead {
+        rows,
+        points,
+        bytes_removed,
+    } = read;
     let points: Vec<Point> = points.into_values().collect();
     if points.len() > MAX_BLOCK_POINTS {
         return Ok(SealStats::default());
@@ -616,7 +689,6 @@ fn seal_bucket<S: WideColumnStore>(
         // Left in rows: a block this large would make every late write rewrite it.
         return Ok(SealStats::default());
     }
-    let block_key = block_row(layout, series, start_ns);
     let mut mutations = vec![Mutation::DeleteFromRow];
     mutations.extend(block);
     let stats = SealStats {
@@ -651,8 +723,8 @@ fn seal_bucket<S: WideColumnStore>(
 /// Step 3 in a guarded table, over a store without atomic multi-row batches: the block
 /// first, conditioned on its row's guard as read (a late write rewriting the block at
 /// the same time wins, and has merged these rows itself); then the bucket's other rows
-/// are deleted, each conditioned on its guard. Those rows are no longer written
-/// ([`closed_for_rows`]), and readers skip any a stop leaves behind ([`Leftovers`]).
+/// are deleted, each conditioned on its guard (a row written since the read stays, and
+/// its writer merges it). Readers skip any row a stop leaves behind ([`Leftovers`]).
 fn seal_guarded<S: WideColumnStore + ?Sized>(
     store: &S,
     meta: &TableMeta,

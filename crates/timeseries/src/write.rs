@@ -31,7 +31,10 @@ use almanac_engine::{ReadRequest, Row, RowMutations};
 
 use crate::catalog::{SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
-use crate::guard::{Guard, applied, guard_of, guarded_delete, guarded_write, let_guard_through};
+use crate::guard::{
+    GUARD_FAMILY, Guard, applied, guard_of, guarded_delete, guarded_write, is_sealing,
+    let_guard_through, written_guard,
+};
 use crate::keys;
 use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE, MAX_WRITE_TRIES};
 use crate::model::{Ingested, Point, Record, RejectedRecord};
@@ -257,6 +260,9 @@ fn write_once<S: WideColumnStore>(
         mut blocks,
         guards,
         leftovers,
+        merged,
+        tentative,
+        sealing: _,
     } = read_stored(catalog.store().as_ref(), handle, &meta, &points, now_ns)?;
     // 5. Resolve in request order.
     let mut slots: BTreeMap<Place, Slot> = BTreeMap::new();
@@ -351,10 +357,22 @@ fn write_once<S: WideColumnStore>(
         write_point(&meta.layout, cur, &mut entry.mutations);
         entry.row_form = true;
     }
+    // A bucket read whole is rewritten whole, even when no point of it changed: its
+    // rows (a seal's leftovers, rows written beside a seal) go into the block.
+    for (key, &series_len) in &merged {
+        rows.entry(key.clone()).or_insert_with(|| RowWrite {
+            mutations: Vec::new(),
+            indexes: Vec::new(),
+            series_len,
+            newest_ns: i64::MIN,
+            row_form: false,
+        });
+        dirty.insert(key.clone());
+    }
     for key in dirty {
         if let (Some(points), Some(entry)) = (blocks.get(&key), rows.get_mut(&key)) {
             entry.mutations = block_mutations(&meta, points)?;
-            if meta.guarded {
+            if merged.contains_key(&key) {
                 // The bucket's row-form cells are in the block now.
                 entry.mutations.insert(0, Mutation::DeleteFromRow);
             }
@@ -369,7 +387,11 @@ fn write_once<S: WideColumnStore>(
         })
         .collect();
     let store = catalog.store();
-    let Landed { failed, conflicted } = if meta.guarded {
+    let Landed {
+        failed,
+        mut conflicted,
+        written: guards_written,
+    } = if meta.guarded {
         write_guarded(store.as_ref(), &meta, batch, &guards, &leftovers)?
     } else {
         let results = if batch.is_empty() {
@@ -384,9 +406,25 @@ fn write_once<S: WideColumnStore>(
             .collect();
         Landed {
             failed,
-            conflicted: BTreeSet::new(),
+            ..Landed::default()
         }
     };
+    if !tentative.is_empty() {
+        let landed = rows
+            .iter()
+            .filter(|(k, w)| w.row_form && !failed.contains_key(*k) && !conflicted.contains(*k))
+            .map(|(k, w)| {
+                let block = block_row(&meta.layout, &k[..w.series_len], w.newest_ns);
+                (k.clone(), block)
+            });
+        conflicted.extend(recheck(
+            store.as_ref(),
+            &meta,
+            landed.collect(),
+            &tentative,
+            &guards_written,
+        )?);
+    }
     let mut again = Vec::new();
     let mut ingested = Ingested::default();
     let mut written = Vec::with_capacity(rows.len());
@@ -441,10 +479,9 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
     guards: &HashMap<Vec<u8>, Guard>,
     leftovers: &OtherRows,
 ) -> Result<Landed> {
-    let mut failed = HashMap::new();
-    let mut conflicted = BTreeSet::new();
+    let mut landed = Landed::default();
     if batch.is_empty() {
-        return Ok(Landed { failed, conflicted });
+        return Ok(landed);
     }
     let writes: Vec<Conditional> = batch
         .into_iter()
@@ -465,12 +502,15 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
                             .map(|(k, g)| guarded_delete(k.clone(), g.as_ref())),
                     );
                 }
+                if let Some(g) = written_guard(&w) {
+                    landed.written.insert(w.key, g);
+                }
             }
             Ok(_) => {
-                conflicted.insert(w.key);
+                landed.conflicted.insert(w.key);
             }
             Err(e) => {
-                failed.insert(w.key, e.to_string());
+                landed.failed.insert(w.key, e.to_string());
             }
         }
     }
@@ -481,7 +521,7 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
             r?;
         }
     }
-    Ok(Landed { failed, conflicted })
+    Ok(landed)
 }
 
 /// Which rows of step 6 did not land.
@@ -491,6 +531,68 @@ struct Landed {
     failed: HashMap<Vec<u8>, String>,
     /// Rows another process changed since step 4 (guarded tables).
     conflicted: BTreeSet<Vec<u8>>,
+    /// The guards the rows that landed have now (guarded tables).
+    written: HashMap<Vec<u8>, Guard>,
+}
+
+/// Step 6's check of the rows written into closed buckets of a guarded table in the
+/// one-point-a-row patterns (`landed`: row key and its bucket's block row). A sealer
+/// marks a bucket's block row before it reads the bucket, so while a block row's guard
+/// is still the one step 4 read (or the one this request wrote there), any seal of the
+/// bucket will read these rows. Otherwise a seal may have read the bucket before them,
+/// or a block may have been written since step 4 read around it: those rows' records
+/// are tried again, and the next try, finding the mark or the block, merges the bucket
+/// with these rows into one block (where each record is decided again against the
+/// block). Returns the rows whose records must be tried again.
+fn recheck<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    landed: Vec<(Vec<u8>, Vec<u8>)>,
+    tentative: &HashMap<Vec<u8>, Option<Guard>>,
+    written: &HashMap<Vec<u8>, Guard>,
+) -> Result<BTreeSet<Vec<u8>>> {
+    let landed: Vec<(Vec<u8>, Vec<u8>)> = landed
+        .into_iter()
+        .filter(|(_, block)| tentative.contains_key(block))
+        .collect();
+    if landed.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let blocks: BTreeSet<Vec<u8>> = landed.iter().map(|(_, b)| b.clone()).collect();
+    let req = ReadRequest {
+        rows: RowSet {
+            keys: blocks.iter().cloned().collect(),
+            ranges: Vec::new(),
+        },
+        filter: Some(RowFilter::FamilyNameRegex(GUARD_FAMILY.into())),
+        ..ReadRequest::default()
+    };
+    // Each block row's guard token now; a marked row counts as changed.
+    let mut now: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+    store.read_rows(&meta.store_table, req, &mut |row| {
+        let token = if is_sealing(&row) {
+            Some(Vec::new())
+        } else {
+            guard_of(&row).map(|g| g.token().to_vec())
+        };
+        now.insert(row.key.to_vec(), token);
+        ControlFlow::Continue(())
+    })?;
+    let changed: BTreeSet<&Vec<u8>> = blocks
+        .iter()
+        .filter(|b| {
+            let expected = written
+                .get(*b)
+                .or_else(|| tentative.get(*b).and_then(Option::as_ref))
+                .map(|g| g.token().to_vec());
+            now.get(*b).cloned().flatten() != expected
+        })
+        .collect();
+    Ok(landed
+        .into_iter()
+        .filter(|(_, b)| changed.contains(b))
+        .map(|(row, _)| row)
+        .collect())
 }
 
 /// The newest cell time a row's mutations set.
@@ -603,6 +705,15 @@ struct Stored<'a> {
     guards: HashMap<Vec<u8>, Guard>,
     /// Guarded tables: for each bucket in `blocks`, its other rows, with their guards.
     leftovers: OtherRows,
+    /// Guarded tables: the buckets read whole and merged into `blocks` (their block
+    /// rows, with the length of their series prefix): rewritten whole, their other rows
+    /// deleted.
+    merged: BTreeMap<Vec<u8>, usize>,
+    /// Guarded tables: the block rows of the closed buckets this request writes rows
+    /// into, with the guard step 4 read (see [`recheck`]).
+    tentative: HashMap<Vec<u8>, Option<Guard>>,
+    /// Rows read that carry a seal's mark.
+    sealing: BTreeSet<Vec<u8>>,
 }
 
 /// By a bucket's block row: the bucket's other rows, with their guards.
@@ -629,8 +740,9 @@ impl Stored<'_> {
 ///
 /// In a guarded table another process may have written any series since this one
 /// learned its mark, so every point's row is read (with its guard); and a point of a
-/// bucket closed to row-form writes ([`closed_for_rows`]) has its whole bucket read,
-/// to be rewritten as one block.
+/// bucket that may be sealed ([`closed_for_rows`]) in a one-point-a-row pattern has its
+/// bucket's block row read too: if that holds a block or a seal's mark, the whole
+/// bucket is read, to be rewritten as one block.
 fn read_stored<'a, S: WideColumnStore + ?Sized>(
     store: &S,
     handle: &TableHandle,
@@ -639,8 +751,10 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
     now_ns: i64,
 ) -> Result<Stored<'a>> {
     let guarded = meta.guarded;
+    let bucketed = meta.layout.pattern.is_bucketed();
     let mut rows: BTreeMap<Vec<u8>, (i64, i64)> = BTreeMap::new();
-    let mut closed: BTreeSet<(Vec<u8>, i64)> = BTreeSet::new();
+    // Block row → (series, bucket start) of closed buckets (one-point-a-row patterns).
+    let mut closed: BTreeMap<Vec<u8>, (Vec<u8>, i64)> = BTreeMap::new();
     // Taken under the series locks: a seal pass raises the watermark before it takes
     // any of them, so this sees every bucket sealed in these series.
     let sealing = handle.meta();
@@ -650,12 +764,15 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
     for ((_, p, pl, _), mark) in points.iter().zip(marks) {
         let series = &pl.row[..pl.series_len];
         if guarded {
-            if closed_for_rows(meta, p.time_ns, now_ns) {
-                closed.insert((series.to_vec(), bucket_start_ns(&meta.layout, p.time_ns)));
-            } else {
-                let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
-                r.0 = r.0.min(pl.slot);
-                r.1 = r.1.max(pl.slot);
+            let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
+            r.0 = r.0.min(pl.slot);
+            r.1 = r.1.max(pl.slot);
+            // A bucketed row is its bucket's block row: its guard covers both.
+            if !bucketed && closed_for_rows(meta, p.time_ns, now_ns) {
+                let key = block_row(&meta.layout, series, p.time_ns);
+                rows.entry(key.clone()).or_insert((pl.slot, pl.slot));
+                let start = bucket_start_ns(&meta.layout, p.time_ns);
+                closed.insert(key, (series.to_vec(), start));
             }
             continue;
         }
@@ -689,8 +806,19 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
     if !rows.is_empty() {
         read_point_rows(store, meta, &rows, &mut out)?;
     }
-    if !closed.is_empty() {
-        read_closed_buckets(store, meta, &closed, &mut out)?;
+    // A closed bucket that is sealed, or being sealed, is read whole and rewritten as
+    // one block; the others take rows, checked again after the write ([`recheck`]).
+    let mut merge = BTreeSet::new();
+    for (key, bucket) in closed {
+        if out.blocks.contains_key(&key) || out.sealing.contains(&key) {
+            merge.insert(bucket);
+        } else {
+            let read = out.guards.get(&key).cloned();
+            out.tentative.insert(key, read);
+        }
+    }
+    if !merge.is_empty() {
+        read_closed_buckets(store, meta, &merge, &mut out)?;
     }
     Ok(out)
 }
@@ -732,6 +860,9 @@ fn read_point_rows<S: WideColumnStore + ?Sized>(
         if let Some(g) = guard_of(row) {
             out.guards.insert(row.key.to_vec(), g);
         }
+        if is_sealing(row) {
+            out.sealing.insert(row.key.to_vec());
+        }
         if has_block(row) {
             let mut sorted = points.clone();
             sorted.sort_by_key(|p| p.time_ns);
@@ -743,8 +874,9 @@ fn read_point_rows<S: WideColumnStore + ?Sized>(
     })
 }
 
-/// Step 4's read of the buckets closed to row-form writes (guarded tables): all of
-/// each bucket's rows, merged into the bucket's block (the higher version wins a time).
+/// Step 4's read of closed buckets that are sealed or being sealed (guarded tables):
+/// all of each bucket's rows, merged into the bucket's block (the higher version wins a
+/// time; on a tie the block row's, read first, stays).
 fn read_closed_buckets<S: WideColumnStore + ?Sized>(
     store: &S,
     meta: &TableMeta,
@@ -783,6 +915,7 @@ fn read_closed_buckets<S: WideColumnStore + ?Sized>(
             parts.time
         };
         let block_key = block_row(layout, &row.key[..parts.series_len], time_ns);
+        out.merged.insert(block_key.clone(), parts.series_len);
         let guard = guard_of(row);
         if block_key == *row.key {
             if let Some(g) = guard {
