@@ -164,16 +164,20 @@ def test_timestream_over_the_cloud_sdk_emulator(almanac_bin, tmp_path, _aws_env)
 
 
 def test_bad_remote_flags_are_refused_by_name(almanac_bin, tmp_path):
-    def serve(*args: str) -> subprocess.CompletedProcess:
+    def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
             [almanac_bin, "serve", "--data-dir", str(tmp_path / "d"), "--addr",
              f"127.0.0.1:{free_port()}", "--timestream-addr", f"127.0.0.1:{free_port()}",
              "--console-addr", "off", *args],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=60, env=env,
         )
 
-    no_endpoint = serve("--bigtable", REMOTE)
-    assert no_endpoint.returncode != 0 and "--bigtable-endpoint" in no_endpoint.stderr
+    # Cloud Bigtable itself (no --bigtable-endpoint) needs Google credentials first:
+    # none here (a key file that does not exist), so nothing is dialed.
+    env = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "absent.json")}
+    no_creds = serve("--bigtable", REMOTE, env=env)
+    assert no_creds.returncode != 0 and "no Google credentials" in no_creds.stderr, \
+        no_creds.stderr
     bad_name = serve("--bigtable", "remote/series", "--bigtable-endpoint", "127.0.0.1:1")
     assert bad_name.returncode != 0 and "projects/PROJECT/instances/INSTANCE" in bad_name.stderr
     dead = serve("--bigtable", REMOTE, "--bigtable-endpoint", f"127.0.0.1:{free_port()}")

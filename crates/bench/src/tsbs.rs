@@ -100,7 +100,8 @@ pub struct TsbsArgs {
     #[arg(long, value_enum, default_value_t = Target::Almanac)]
     target: Target,
     /// Base URL of the server [default: http://127.0.0.1:8087 for almanac,
-    /// http://127.0.0.1:8086 for influx].
+    /// http://127.0.0.1:8086 for influx]. Several, comma-separated (front-ends of one
+    /// store): writer `w` writes through the `w mod n`-th; the queries go to the first.
     #[arg(long)]
     url: Option<String>,
     /// Simulated hosts (TSBS `--scale`).
@@ -194,7 +195,8 @@ struct Shared<'a> {
     args: &'a TsbsArgs,
     format: Format,
     batch: usize,
-    endpoint: Option<Endpoint>,
+    /// The writers' endpoints, writer `w` on the `w mod n`-th (none in a dry run).
+    endpoints: Vec<Endpoint>,
     /// Request path (with query) of a write.
     path: String,
     /// Headers of a write.
@@ -280,20 +282,26 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
             args.start.is_some(),
             "--no-load needs the --start of the load, or the data set is made anew from now"
         );
-        return query_phase(&args, &Endpoint::parse(&url)?, &spec);
+        let first = url.split(',').next().unwrap_or_default();
+        return query_phase(&args, &Endpoint::parse(first)?, &spec);
     }
-    let endpoint = if args.dry_run {
-        None
+    let endpoints = if args.dry_run {
+        Vec::new()
     } else {
-        let endpoint = Endpoint::parse(&url)?;
-        prepare(&args, &endpoint, memory_hours(&spec))?;
-        Some(endpoint)
+        let endpoints = url
+            .split(',')
+            .map(Endpoint::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(first) = endpoints.first() {
+            prepare(&args, first, memory_hours(&spec))?;
+        }
+        endpoints
     };
     let shared = Shared {
         args: &args,
         format,
         batch,
-        endpoint,
+        endpoints,
         path,
         headers,
         stop: AtomicBool::new(false),
@@ -303,7 +311,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     let cpu0 = server_cpu(args.server_pid)?;
     let t0 = Instant::now();
     let results = run_writers(writers, |w| {
-        let r = write_share(&shared, spec.stream(w as u64, writers as u64));
+        let r = write_share(&shared, w, spec.stream(w as u64, writers as u64));
         if r.is_err() {
             shared.stop.store(true, Ordering::Relaxed);
         }
@@ -324,7 +332,7 @@ pub fn run(args: TsbsArgs) -> anyhow::Result<()> {
     {
         settle(&args, dir, total.rows_ok * data::FIELDS.len() as u64)?;
     }
-    match &shared.endpoint {
+    match shared.endpoints.first() {
         Some(endpoint) => query_phase(&args, endpoint, &spec),
         None => Ok(()),
     }
@@ -485,11 +493,12 @@ fn prepare(args: &TsbsArgs, endpoint: &Endpoint, memory_hours: u64) -> anyhow::R
     Ok(())
 }
 
-/// One writer: fills and sends batches from its stream until it runs out.
-fn write_share(shared: &Shared<'_>, mut stream: data::Stream) -> anyhow::Result<Tally> {
+/// Writer `w`: fills and sends batches from its stream until it runs out.
+fn write_share(shared: &Shared<'_>, w: usize, mut stream: data::Stream) -> anyhow::Result<Tally> {
     let mut tally = Tally::default();
     let mut body = Vec::with_capacity(1 << 20);
-    let mut client = shared.endpoint.clone().map(Client::new);
+    let n = shared.endpoints.len().max(1);
+    let mut client = shared.endpoints.get(w % n).cloned().map(Client::new);
     let headers: Vec<(&str, &str)> = shared
         .headers
         .iter()

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use almanac_engine::Durability;
 use almanac_engine::limits::DEFAULT_UNDELETE_WINDOW_SECS;
-use almanac_remote::RemoteStore;
+use almanac_remote::{RemoteStore, Target};
 use almanac_server::node::{DEFAULT_SEAL_QUIET_SECS, DEFAULT_SEAL_SECS, DEFAULT_SWEEP_SECS};
 use almanac_server::{Node, NodeConfig, TlsIdentity};
 use almanac_sql::{QueryLimits, budget};
@@ -95,21 +95,33 @@ pub struct ServeArgs {
     insecure: bool,
     /// Keep the time-series tables (the Timestream endpoint, its SQL, scheduled
     /// queries and batch loads) in this remote Bigtable instance,
-    /// projects/PROJECT/instances/INSTANCE, instead of the data directory. Needs
-    /// --bigtable-endpoint.
+    /// projects/PROJECT/instances/INSTANCE, instead of the data directory: Cloud
+    /// Bigtable itself (over TLS, with Google credentials from
+    /// GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default login or the
+    /// metadata server), or the endpoint of --bigtable-endpoint.
     #[arg(long, value_name = "projects/P/instances/I")]
     bigtable: Option<String>,
-    /// HOST:PORT of the Bigtable that holds --bigtable's instance, spoken to in plain
-    /// text as clients speak to an emulator through BIGTABLE_EMULATOR_HOST (the Cloud
-    /// SDK's emulator, or another Almanac's --addr).
-    #[arg(long, requires = "bigtable", value_name = "HOST:PORT")]
+    /// The Bigtable holding --bigtable's instance, instead of Cloud Bigtable's own
+    /// endpoints. HOST:PORT: plain text without credentials, as clients speak to an
+    /// emulator through BIGTABLE_EMULATOR_HOST (the Cloud SDK's emulator, another
+    /// Almanac's --addr). https://HOST[:PORT]: TLS with Google credentials.
+    #[arg(
+        long,
+        requires = "bigtable",
+        value_name = "HOST:PORT|https://HOST:PORT"
+    )]
     bigtable_endpoint: Option<String>,
+    /// PEM file of the root certificates to trust for --bigtable's TLS endpoint,
+    /// instead of the system's.
+    #[arg(long, requires = "bigtable", value_name = "FILE")]
+    bigtable_ca_cert: Option<PathBuf>,
 }
 
 /// The remote store `--bigtable` names, if any.
 fn series_store(
     bigtable: Option<&String>,
-    bigtable_endpoint: Option<&String>,
+    bigtable_endpoint: Option<&str>,
+    bigtable_ca_cert: Option<&PathBuf>,
 ) -> anyhow::Result<Option<SharedStore>> {
     let Some(instance) = bigtable else {
         return Ok(None);
@@ -123,14 +135,40 @@ fn series_store(
     if !valid {
         anyhow::bail!("--bigtable {instance:?} is not projects/PROJECT/instances/INSTANCE");
     }
-    let Some(endpoint) = bigtable_endpoint else {
-        anyhow::bail!(
-            "--bigtable needs --bigtable-endpoint HOST:PORT: Cloud Bigtable's own endpoint \
-             (TLS with Google credentials) is not supported yet"
-        );
+    let ca_pem = match bigtable_ca_cert {
+        Some(path) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("reading --bigtable-ca-cert {}", path.display()))?,
+        ),
+        None => None,
     };
-    let store = RemoteStore::connect(instance, endpoint)
-        .with_context(|| format!("connecting to --bigtable {instance} at {endpoint}"))?;
+    let target = match bigtable_endpoint {
+        None => match Target::cloud() {
+            Target::Google { data, admin, .. } => Target::Google {
+                data,
+                admin,
+                ca_pem,
+            },
+            plain => plain,
+        },
+        Some(tls) if tls.starts_with("https://") => Target::Google {
+            data: tls.to_string(),
+            admin: tls.to_string(),
+            ca_pem,
+        },
+        Some(plain) => {
+            if ca_pem.is_some() {
+                anyhow::bail!(
+                    "--bigtable-ca-cert is for a TLS endpoint (--bigtable-endpoint \
+                     https://HOST:PORT, or Cloud Bigtable's own); {plain} is plain text"
+                );
+            }
+            Target::Plain(plain.to_string())
+        }
+    };
+    let described = target.to_string();
+    let store = RemoteStore::connect_to(instance, target)
+        .with_context(|| format!("connecting to --bigtable {instance} at {described}"))?;
     Ok(Some(Arc::new(store)))
 }
 
@@ -186,13 +224,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.insecure,
     )?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let remote = series_store(args.bigtable.as_ref(), args.bigtable_endpoint.as_ref())?;
+    let remote = series_store(
+        args.bigtable.as_ref(),
+        args.bigtable_endpoint.as_deref(),
+        args.bigtable_ca_cert.as_ref(),
+    )?;
     let series_instance = remote
         .as_ref()
         .map_or(DEFAULT_INSTANCE.to_string(), |s| s.instance().to_string());
-    let series_where = match &args.bigtable_endpoint {
-        Some(endpoint) => format!("{series_instance} at {endpoint}"),
-        None => series_instance,
+    let series_where = match (&args.bigtable, &args.bigtable_endpoint) {
+        (Some(_), Some(endpoint)) => format!("{series_instance} at {endpoint}"),
+        (Some(_), None) => format!("{series_instance} on Cloud Bigtable"),
+        (None, _) => series_instance,
     };
     let config = NodeConfig {
         series_store: remote,

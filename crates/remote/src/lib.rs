@@ -26,6 +26,7 @@
 //! - Writes are durable when the remote Bigtable acknowledges them: `sync` has nothing
 //!   to wait for.
 
+pub mod google;
 mod merge;
 mod mutate;
 mod read;
@@ -34,4 +35,4 @@ mod store;
 pub mod wire;
 
 pub use almanac_timeseries::WideColumnStore;
-pub use store::{CONNECT_TIMEOUT, RemoteStore};
+pub use store::{CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, CONNECT_TIMEOUT, RemoteStore, Target};

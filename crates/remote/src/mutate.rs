@@ -3,20 +3,18 @@
 //! and are idempotent (a server timestamp or an aggregate input is never sent twice).
 
 use almanac_api::google::bigtable::v2 as data;
-use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
 use almanac_engine::limits::MAX_MUTATIONS_PER_REQUEST;
 use almanac_engine::{Error, RowMutations};
 use almanac_timeseries::StoreResult;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::retry::{self, ATTEMPT_TIMEOUT, Backoff, Call};
-use crate::store::routed;
+use crate::store::{DataClient, routed};
 use crate::wire;
 
 /// Applies `rows` (each entry atomically) and returns one result per entry, in order.
 pub(crate) async fn mutate_rows(
-    client: BigtableClient<Channel>,
+    client: DataClient,
     table_name: String,
     rows: Vec<RowMutations>,
 ) -> StoreResult<Vec<StoreResult<()>>> {
@@ -88,7 +86,7 @@ fn batches(rows: &[RowMutations]) -> Vec<std::ops::Range<usize>> {
 /// Sends one batch, then again the entries that may be retried, until each has a
 /// result or the tries are used.
 async fn send_batch(
-    client: &BigtableClient<Channel>,
+    client: &DataClient,
     table_name: &str,
     entries: &[data::mutate_rows_request::Entry],
     idempotent: &[bool],
@@ -135,7 +133,7 @@ async fn send_batch(
 
 /// One MutateRows call: records each entry's status; returns the call's own failure.
 async fn one_try(
-    mut client: BigtableClient<Channel>,
+    mut client: DataClient,
     request: data::MutateRowsRequest,
     table_name: &str,
     pending: &[usize],

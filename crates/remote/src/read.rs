@@ -15,16 +15,14 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 
 use almanac_api::google::bigtable::v2 as data;
-use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
 use almanac_engine::{Error, ReadRequest, Row};
 use almanac_timeseries::StoreResult;
 use tokio::runtime::Handle;
 use tonic::Status;
-use tonic::transport::Channel;
 
 use crate::merge::RowMerger;
 use crate::retry::{self, ATTEMPT_TIMEOUT, Backoff, Call};
-use crate::store::routed;
+use crate::store::{DataClient, routed};
 use crate::wire;
 
 /// Rows merged ahead of the visitor: enough to keep the stream flowing while the
@@ -34,7 +32,7 @@ const ROW_BUFFER: usize = 256;
 /// Reads `req` from `table_name`, visiting each row in order until `visit` breaks.
 pub(crate) fn read_rows(
     handle: &Handle,
-    client: BigtableClient<Channel>,
+    client: DataClient,
     table_name: String,
     req: ReadRequest,
     visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
@@ -69,7 +67,7 @@ enum Failure {
 
 /// The task: reads `req` whole, sending each row to `tx`, and the error if it fails.
 async fn stream_rows(
-    client: BigtableClient<Channel>,
+    client: DataClient,
     table_name: String,
     req: ReadRequest,
     tx: SyncSender<Item>,
@@ -96,7 +94,7 @@ async fn stream_rows(
 /// A reversed read from a server without reverse scans (the Cloud SDK's emulator): the
 /// rows read forward, the last `limit` of them kept, handed over newest key first.
 async fn reversed_forward(
-    client: &BigtableClient<Channel>,
+    client: &DataClient,
     table_name: &str,
     req: &ReadRequest,
     tx: &SyncSender<Item>,
@@ -126,7 +124,7 @@ async fn reversed_forward(
 
 /// Tries the read until it is whole, handing each row to `sink` until it says stop.
 async fn read_all(
-    client: &BigtableClient<Channel>,
+    client: &DataClient,
     table_name: &str,
     req: &ReadRequest,
     sink: &mut (dyn FnMut(Row) -> bool + Send),
@@ -175,7 +173,7 @@ async fn read_all(
 /// (`None`), fails (its status) or the sink stops (`None`). An error is a response that
 /// breaks the framing rules.
 async fn one_try(
-    mut client: BigtableClient<Channel>,
+    mut client: DataClient,
     request: data::ReadRowsRequest,
     merger: &mut RowMerger,
     delivered: &mut u64,

@@ -24,8 +24,10 @@ use almanac_engine::schema::GcRule;
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
 use almanac_timeseries::{Conditional, StoreResult, WideColumnStore};
 use tonic::Status;
-use tonic::transport::{Channel, Endpoint};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use crate::google::Auth;
 use crate::retry::{self, ATTEMPT_TIMEOUT, Backoff, Call};
 use crate::{mutate, read, wire};
 
@@ -40,11 +42,84 @@ const CONDITIONAL_CONCURRENCY: usize = 64;
 /// chunks into rows is light beside what the callers' own threads do with the rows.
 const RUNTIME_THREADS: usize = 2;
 
+/// A Data API client, with the credentials' interceptor.
+pub(crate) type DataClient = BigtableClient<InterceptedService<Channel, Auth>>;
+/// A Table Admin API client, with the credentials' interceptor.
+pub(crate) type AdminClient = BigtableTableAdminClient<InterceptedService<Channel, Auth>>;
+
+/// Cloud Bigtable's Data API endpoint.
+pub const CLOUD_DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
+/// Cloud Bigtable's Table Admin API endpoint.
+pub const CLOUD_ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
+
+/// Where a [`RemoteStore`] finds its Bigtable, and how it speaks to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `host:port` in plain-text HTTP/2 without credentials, for both APIs (an
+    /// emulator, another Almanac's `--addr`).
+    Plain(String),
+    /// TLS with Google credentials ([`crate::google`]): the Data and Table Admin API
+    /// endpoints (`https://host[:port]`), trusting the system's root certificates, or
+    /// only the PEM certificates of `ca_pem`.
+    Google {
+        /// The Data API's endpoint.
+        data: String,
+        /// The Table Admin API's endpoint.
+        admin: String,
+        /// Root certificates to trust instead of the system's.
+        ca_pem: Option<Vec<u8>>,
+    },
+}
+
+impl Target {
+    /// Cloud Bigtable's own endpoints, with the system's roots.
+    pub fn cloud() -> Self {
+        Self::Google {
+            data: CLOUD_DATA_ENDPOINT.to_string(),
+            admin: CLOUD_ADMIN_ENDPOINT.to_string(),
+            ca_pem: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Plain(endpoint) => write!(f, "{endpoint} (plain text)"),
+            Self::Google { data, admin, .. } if data == admin => {
+                write!(f, "{data} (TLS, Google credentials)")
+            }
+            Self::Google { data, admin, .. } => {
+                write!(f, "{data} and {admin} (TLS, Google credentials)")
+            }
+        }
+    }
+}
+
+/// Opens an HTTP/2 channel to `uri`, over TLS when `tls` is given.
+async fn open_channel(uri: &str, tls: Option<ClientTlsConfig>) -> StoreResult<Channel> {
+    let mut target = Endpoint::from_shared(uri.to_string())
+        .map_err(|e| Error::Invalid(format!("bad Bigtable endpoint {uri:?}: {e}")))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true);
+    if let Some(tls) = tls {
+        target = target
+            .tls_config(tls)
+            .map_err(|e| Error::Invalid(format!("TLS for the Bigtable endpoint {uri}: {e}")))?;
+    }
+    target
+        .connect()
+        .await
+        .map_err(|e| Error::Storage(format!("cannot reach the Bigtable endpoint {uri}: {e}")))
+}
+
 /// The gRPC clients of one remote instance.
 #[derive(Debug, Clone)]
 pub(crate) struct Clients {
-    pub(crate) data: BigtableClient<Channel>,
-    pub(crate) admin: BigtableTableAdminClient<Channel>,
+    pub(crate) data: DataClient,
+    pub(crate) admin: AdminClient,
 }
 
 /// A remote Bigtable instance as the time-series layer's store.
@@ -97,6 +172,13 @@ impl RemoteStore {
     /// emulator through `BIGTABLE_EMULATOR_HOST`) for the tables of `instance`
     /// (`projects/P/instances/I`). Fails if the endpoint does not accept a connection.
     pub fn connect(instance: &str, endpoint: &str) -> StoreResult<Self> {
+        Self::connect_to(instance, Target::Plain(endpoint.to_string()))
+    }
+
+    /// Connects to `target` for the tables of `instance` (`projects/P/instances/I`).
+    /// Fails if an endpoint does not accept a connection or, over TLS, if no Google
+    /// credentials give a token.
+    pub fn connect_to(instance: &str, target: Target) -> StoreResult<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RUNTIME_THREADS)
             .thread_name("almanac-remote")
@@ -104,34 +186,52 @@ impl RemoteStore {
             .build()
             .map_err(|e| Error::Storage(format!("cannot start the remote store's runtime: {e}")))?;
         let runtime = Runtime(Some(runtime));
-        let uri = if endpoint.contains("://") {
-            endpoint.to_string()
-        } else {
-            format!("http://{endpoint}")
-        };
-        let target = Endpoint::from_shared(uri)
-            .map_err(|e| Error::Invalid(format!("bad Bigtable endpoint {endpoint:?}: {e}")))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_while_idle(true);
-        let channel =
-            spawn_wait(&runtime, async move { target.connect().await })?.map_err(|e| {
-                Error::Storage(format!(
-                    "cannot reach the Bigtable endpoint {endpoint}: {e}"
-                ))
-            })?;
+        let described = target.to_string();
+        let (data, admin, auth) = spawn_wait(&runtime, async move {
+            match target {
+                Target::Plain(endpoint) => {
+                    let uri = if endpoint.contains("://") {
+                        endpoint
+                    } else {
+                        format!("http://{endpoint}")
+                    };
+                    let channel = open_channel(&uri, None).await?;
+                    Ok::<_, Error>((channel.clone(), channel, Auth::default()))
+                }
+                Target::Google {
+                    data,
+                    admin,
+                    ca_pem,
+                } => {
+                    let tls = match ca_pem {
+                        Some(pem) => {
+                            ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
+                        }
+                        None => ClientTlsConfig::new().with_native_roots(),
+                    };
+                    // Credentials first: without them nothing else is worth trying.
+                    let auth = Auth::google().await?;
+                    let data_channel = open_channel(&data, Some(tls.clone())).await?;
+                    let admin_channel = if admin == data {
+                        data_channel.clone()
+                    } else {
+                        open_channel(&admin, Some(tls)).await?
+                    };
+                    Ok((data_channel, admin_channel, auth))
+                }
+            }
+        })??;
         let clients = Clients {
-            data: BigtableClient::new(channel.clone())
+            data: BigtableClient::with_interceptor(data, auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
-            admin: BigtableTableAdminClient::new(channel)
+            admin: BigtableTableAdminClient::with_interceptor(admin, auth)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         };
         Ok(Self {
             instance: instance.to_string(),
-            endpoint: endpoint.to_string(),
+            endpoint: described,
             clients,
             runtime,
             clock: Arc::new(SystemClock),
@@ -166,7 +266,7 @@ impl RemoteStore {
     fn admin_call<T, F, Fut>(&self, call: Call, idempotent: bool, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnMut(BigtableTableAdminClient<Channel>) -> Fut + Send + 'static,
+        F: FnMut(AdminClient) -> Fut + Send + 'static,
         Fut: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
     {
         let client = self.clients.admin.clone();
@@ -195,7 +295,7 @@ fn check_request(
 
 /// One CheckAndMutateRow: whether the predicate matched.
 async fn check_and_mutate_row(
-    client: BigtableClient<Channel>,
+    client: DataClient,
     table_name: String,
     request: data::CheckAndMutateRowRequest,
 ) -> StoreResult<bool> {
