@@ -1,13 +1,14 @@
 //! # almanac-remote
 //!
-//! A remote Bigtable as the time-series layer's [`WideColumnStore`]: Cloud Bigtable's
-//! emulator, another Almanac server or any service speaking the Bigtable Data and Table
-//! Admin gRPC APIs, reached over plain-text HTTP/2 as clients reach an emulator through
-//! `BIGTABLE_EMULATOR_HOST`.
+//! A remote Bigtable as the time-series layer's [`WideColumnStore`]: Cloud Bigtable
+//! itself over TLS with Google credentials ([`google`]), or its emulator, another Almanac
+//! server or any service speaking the Bigtable Data and Table Admin gRPC APIs over
+//! plain-text HTTP/2, as clients reach an emulator through `BIGTABLE_EMULATOR_HOST`.
 //!
 //! ## A call, step by step
-//! 1. [`RemoteStore::connect`] starts the store's own small runtime and opens one HTTP/2
-//!    channel to the endpoint; tables are named under one instance.
+//! 1. [`RemoteStore::connect_to`] starts the store's own small runtime, gets a first
+//!    Google token for a TLS [`Target`], and opens an HTTP/2 channel to each endpoint;
+//!    tables are named under one instance.
 //! 2. Each trait call translates the engine's types to the protos (`wire.rs`), spawns
 //!    the call on the store's runtime and waits for its answer on a plain channel, so the
 //!    synchronous layers above may call from any thread.
