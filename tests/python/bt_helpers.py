@@ -427,6 +427,22 @@ def ts_list_all(client, op: str, key: str, page_size: int | None = None, **kwarg
     raise AssertionError(f"{op} pagination did not terminate")
 
 
+def ts_query_all(client, sql: str) -> list[list[str | None]]:
+    """Every row of a Timestream Query, following NextToken: each row's scalar values."""
+    rows: list[list[str | None]] = []
+    token = None
+    for _ in range(10_000):
+        args = {"QueryString": sql}
+        if token:
+            args["NextToken"] = token
+        page = client.query(**args)
+        rows += [[d.get("ScalarValue") for d in r["Data"]] for r in page["Rows"]]
+        token = page.get("NextToken")
+        if not token:
+            return rows
+    raise AssertionError("Query pagination did not terminate")
+
+
 def _ts_name(nodeid: str) -> str:
     """A unique, valid Timestream name ([a-zA-Z0-9_.-], 3..256) that says which test made it."""
     name = nodeid.rsplit("::", 1)[-1]

@@ -32,7 +32,13 @@ from botocore.exceptions import ClientError
 from google.cloud import bigtable
 from google.cloud.bigtable import row_filters
 
-from bt_helpers import AlmanacServer, emulator_env, ts_query_client, ts_write_client
+from bt_helpers import (
+    AlmanacServer,
+    emulator_env,
+    ts_query_all,
+    ts_query_client,
+    ts_write_client,
+)
 
 REMOTE = "projects/frontends/instances/fleet"
 DB, TABLE = "fleet", "cpu"
@@ -166,16 +172,7 @@ def _stored_rows(backend: AlmanacServer) -> dict[str, list[bool]]:
 def _points(client) -> list[tuple[str, int, int]]:
     sql = (f'SELECT host, to_milliseconds(time), v FROM "{DB}"."{TABLE}" '
            "WHERE host LIKE 'h%' ORDER BY host, time")
-    rows, token = [], None
-    while True:
-        kw = {"QueryString": sql}
-        if token:
-            kw["NextToken"] = token
-        page = client.query(**kw)
-        rows += [tuple(d["ScalarValue"] for d in r["Data"]) for r in page["Rows"]]
-        token = page.get("NextToken")
-        if not token:
-            return [(h, int(t), int(v)) for h, t, v in rows]
+    return [(h, int(t), int(v)) for h, t, v in ts_query_all(client, sql)]
 
 
 @pytest.mark.skipif(LIBFAKETIME is None and not os.environ.get("CI"),

@@ -16,7 +16,14 @@ import time
 import pytest
 from google.cloud import bigtable
 
-from bt_helpers import AlmanacServer, emulator_env, free_port, ts_query_client, ts_write_client
+from bt_helpers import (
+    AlmanacServer,
+    emulator_env,
+    free_port,
+    ts_query_all,
+    ts_query_client,
+    ts_write_client,
+)
 
 REMOTE = "projects/remote/instances/series"
 EMULATOR = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
@@ -39,19 +46,6 @@ def _records(now_ms: int, hosts: int, points: int) -> list[dict]:
         for h in range(hosts)
         for i in range(points)
     ]
-
-
-def _query(client, sql: str) -> list[list]:
-    rows, token = [], None
-    while True:
-        kw = {"QueryString": sql}
-        if token:
-            kw["NextToken"] = token
-        page = client.query(**kw)
-        rows += [[d.get("ScalarValue") for d in r["Data"]] for r in page["Rows"]]
-        token = page.get("NextToken")
-        if not token:
-            return rows
 
 
 def _front_end(almanac_bin, tmp_path, name: str, endpoint: str) -> AlmanacServer:
@@ -95,8 +89,8 @@ def _write_and_read(front: AlmanacServer, table: str) -> None:
             write.write_records(DatabaseName=DB, TableName=table, Records=[stale])
         assert err.value.response["RejectedRecords"][0]["ExistingVersion"] == 5
 
-        got = _query(query, f'SELECT host, count(*), sum(usage), max(core) FROM "{DB}"."{table}" '
-                            "GROUP BY host ORDER BY host")
+        got = ts_query_all(query, f'SELECT host, count(*), sum(usage), max(core) '
+                                  f'FROM "{DB}"."{table}" GROUP BY host ORDER BY host')
         want = []
         for h in range(5):
             usage = [h * 1000 + i for i in range(200)]
@@ -104,8 +98,8 @@ def _write_and_read(front: AlmanacServer, table: str) -> None:
                 usage[0] = -1
             want.append([f"h{h}", "200", str(float(sum(usage))), "9" if h == 0 else "3"])
         assert [[r[0], r[1], str(float(r[2])), r[3]] for r in got] == want
-        newest = _query(query, f'SELECT host, max(time) FROM "{DB}"."{table}" '
-                               "WHERE host = 'h3' AND time > ago(1h) GROUP BY host")
+        newest = ts_query_all(query, f'SELECT host, max(time) FROM "{DB}"."{table}" '
+                                     "WHERE host = 'h3' AND time > ago(1h) GROUP BY host")
         assert len(newest) == 1 and newest[0][0] == "h3"
     finally:
         write.close()
@@ -136,7 +130,7 @@ def test_timestream_over_an_almanac_backend(almanac_bin, tmp_path, _aws_env):
         other = _front_end(almanac_bin, tmp_path, "other", backend.host)
         try:
             query = ts_query_client(other.ts_endpoint)
-            rows = _query(query, f'SELECT count(*) FROM "{DB}"."cpu"')
+            rows = ts_query_all(query, f'SELECT count(*) FROM "{DB}"."cpu"')
             assert rows == [["1000"]]
             query.close()
         finally:

@@ -9,6 +9,9 @@
 //! reads the row again and decides again. A row never written this way has no guard;
 //! a write that read none is conditioned on there still being none.
 //!
+//! The rows a seal (or a writer that merges a bucket) deletes are deleted without a
+//! condition: why that is safe is at `seal::delete_merged_rows`.
+//!
 //! The guard's timestamp is the newest cell time the row has had, so GC by age
 //! collects it with the row's last point, never before.
 //!
@@ -152,11 +155,6 @@ pub fn written_guard(c: &Conditional) -> Option<Guard> {
         }),
         _ => None,
     })
-}
-
-/// The deletion of row `key`, applied only if its guard is still `read`.
-pub fn guarded_delete(key: Vec<u8>, read: Option<&Guard>) -> Conditional {
-    conditional(key, read, vec![Mutation::DeleteFromRow])
 }
 
 fn conditional(key: Vec<u8>, read: Option<&Guard>, mutations: Vec<Mutation>) -> Conditional {

@@ -61,13 +61,13 @@ use crate::catalog::{
 };
 use crate::error::{Error, Result};
 use crate::guard::{
-    Guard, applied, guard_of, guarded_delete, guarded_write, is_guard, mark_sealing, written_guard,
+    Guard, applied, guard_of, guarded_write, is_guard, mark_sealing, written_guard,
 };
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
 use crate::model::{DimensionPair, MeasureType, Point};
 use crate::rows::{cell_ts_us, decode_row};
-use crate::store::{Conditional, WideColumnStore};
+use crate::store::WideColumnStore;
 
 /// How long after its end a bucket is sealed: late points of the last few minutes
 /// (Timestream accepts writes up to 15 minutes ahead of a client's clock, so clocks
@@ -723,8 +723,8 @@ fn seal_bucket<S: WideColumnStore>(
 /// Step 3 in a guarded table, over a store without atomic multi-row batches: the block
 /// first, conditioned on its row's guard as read (a late write rewriting the block at
 /// the same time wins, and has merged these rows itself); then the bucket's other rows
-/// are deleted, each conditioned on its guard (a row written since the read stays, and
-/// its writer merges it). Readers skip any row a stop leaves behind ([`Leftovers`]).
+/// are deleted ([`delete_merged_rows`]). Readers skip any row a stop leaves behind
+/// ([`Leftovers`]).
 fn seal_guarded<S: WideColumnStore + ?Sized>(
     store: &S,
     meta: &TableMeta,
@@ -752,17 +752,41 @@ fn seal_guarded<S: WideColumnStore + ?Sized>(
         Some(Err(e)) => return Err(e.into()),
         _ => return Ok(SealStats::default()),
     }
-    let deletes: Vec<Conditional> = rows
+    let merged: Vec<Vec<u8>> = rows
         .into_iter()
         .filter(|(k, m, _)| *k != block_key && !m.is_empty())
-        .map(|(key, _, guard)| guarded_delete(key, guard.as_ref()))
+        .map(|(key, _, _)| key)
         .collect();
-    if !deletes.is_empty() {
-        for r in store.check_and_mutate_rows(&meta.store_table, &deletes)? {
-            r?;
-        }
-    }
+    delete_merged_rows(store, meta, merged)?;
     Ok(stats)
+}
+
+/// Deletes the rows of a bucket whose points a block now holds, in one MutateRows.
+///
+/// Not conditioned on their guards: a row written after the bucket was read belongs to
+/// a writer that has not answered yet, and that writer's check after writing finds the
+/// block row changed (the seal's mark, or the block of a writer that merged), so it
+/// tries the record again against the block ([`closed_for_rows`]). A row left behind
+/// (the deleter stopped) is skipped by readers ([`Leftovers`]) until the next seal.
+pub(crate) fn delete_merged_rows<S: WideColumnStore + ?Sized>(
+    store: &S,
+    meta: &TableMeta,
+    keys: Vec<Vec<u8>>,
+) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let batch: Vec<RowMutations> = keys
+        .into_iter()
+        .map(|key| RowMutations {
+            key,
+            mutations: vec![Mutation::DeleteFromRow],
+        })
+        .collect();
+    for r in store.mutate_rows(&meta.store_table, &batch)? {
+        r?;
+    }
+    Ok(())
 }
 
 /// The deletion of exactly `cell`: its column over its one millisecond (the store's

@@ -32,8 +32,8 @@ use almanac_engine::{ReadRequest, Row, RowMutations};
 use crate::catalog::{SeriesCatalog, TableHandle, TableMeta};
 use crate::error::{Error, Result};
 use crate::guard::{
-    GUARD_FAMILY, Guard, applied, guard_of, guarded_delete, guarded_write, is_sealing,
-    let_guard_through, written_guard,
+    GUARD_FAMILY, Guard, applied, guard_of, guarded_write, is_sealing, let_guard_through,
+    written_guard,
 };
 use crate::keys;
 use crate::limits::{MAX_FUTURE_NS, MAX_RECORDS_PER_WRITE, MAX_WRITE_TRIES};
@@ -41,8 +41,8 @@ use crate::model::{Ingested, Point, Record, RejectedRecord};
 use crate::query::let_blocks_through;
 use crate::rows::{Place, decode_row, erase_point, place, write_point};
 use crate::seal::{
-    block_mutations, block_row, bucket_rows, bucket_start_ns, closed_for_rows, has_block,
-    may_be_sealed,
+    block_mutations, block_row, bucket_rows, bucket_start_ns, closed_for_rows, delete_merged_rows,
+    has_block, may_be_sealed,
 };
 use crate::store::{Conditional, WideColumnStore};
 use crate::validate::{Merged, Parsed, RecordChecker};
@@ -497,10 +497,7 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
         match r {
             Ok(matched) if applied(&w, matched) => {
                 if let Some(rows) = leftovers.get(&w.key) {
-                    deletes.extend(
-                        rows.iter()
-                            .map(|(k, g)| guarded_delete(k.clone(), g.as_ref())),
-                    );
+                    deletes.extend(rows.iter().cloned());
                 }
                 if let Some(g) = written_guard(&w) {
                     landed.written.insert(w.key, g);
@@ -514,13 +511,8 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
             }
         }
     }
-    if !deletes.is_empty() {
-        // Their points are in the block now; one not deleted is skipped by readers
-        // ([`crate::seal::Leftovers`]) until the next seal deletes it.
-        for r in store.check_and_mutate_rows(&meta.store_table, &deletes)? {
-            r?;
-        }
-    }
+    // Their points are in the block now.
+    delete_merged_rows(store, meta, deletes)?;
     Ok(landed)
 }
 
@@ -703,7 +695,7 @@ struct Stored<'a> {
     blocks: HashMap<Vec<u8>, Vec<Point<'a>>>,
     /// The guards of the rows read (guarded tables; a row without one is absent).
     guards: HashMap<Vec<u8>, Guard>,
-    /// Guarded tables: for each bucket in `blocks`, its other rows, with their guards.
+    /// Guarded tables: for each bucket in `blocks`, its other rows.
     leftovers: OtherRows,
     /// Guarded tables: the buckets read whole and merged into `blocks` (their block
     /// rows, with the length of their series prefix): rewritten whole, their other rows
@@ -716,8 +708,8 @@ struct Stored<'a> {
     sealing: BTreeSet<Vec<u8>>,
 }
 
-/// By a bucket's block row: the bucket's other rows, with their guards.
-type OtherRows = HashMap<Vec<u8>, Vec<(Vec<u8>, Option<Guard>)>>;
+/// By a bucket's block row: the bucket's other rows.
+type OtherRows = HashMap<Vec<u8>, Vec<Vec<u8>>>;
 
 impl Stored<'_> {
     /// Keeps a stored point, the higher version when its place was read already.
@@ -916,16 +908,15 @@ fn read_closed_buckets<S: WideColumnStore + ?Sized>(
         };
         let block_key = block_row(layout, &row.key[..parts.series_len], time_ns);
         out.merged.insert(block_key.clone(), parts.series_len);
-        let guard = guard_of(row);
         if block_key == *row.key {
-            if let Some(g) = guard {
+            if let Some(g) = guard_of(row) {
                 out.guards.insert(block_key.clone(), g);
             }
         } else {
             out.leftovers
                 .entry(block_key.clone())
                 .or_default()
-                .push((row.key.to_vec(), guard));
+                .push(row.key.to_vec());
         }
         let bucket = merged.entry(block_key).or_default();
         for p in points {
