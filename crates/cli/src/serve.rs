@@ -143,14 +143,7 @@ fn series_store(
         None => None,
     };
     let target = match bigtable_endpoint {
-        None => match Target::cloud() {
-            Target::Google { data, admin, .. } => Target::Google {
-                data,
-                admin,
-                ca_pem,
-            },
-            plain => plain,
-        },
+        None => Target::cloud(ca_pem),
         Some(tls) if tls.starts_with("https://") => Target::Google {
             data: tls.to_string(),
             admin: tls.to_string(),

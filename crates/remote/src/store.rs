@@ -72,12 +72,12 @@ pub enum Target {
 }
 
 impl Target {
-    /// Cloud Bigtable's own endpoints, with the system's roots.
-    pub fn cloud() -> Self {
+    /// Cloud Bigtable's own endpoints, trusting the system's roots or `ca_pem`.
+    pub fn cloud(ca_pem: Option<Vec<u8>>) -> Self {
         Self::Google {
             data: CLOUD_DATA_ENDPOINT.to_string(),
             admin: CLOUD_ADMIN_ENDPOINT.to_string(),
-            ca_pem: None,
+            ca_pem,
         }
     }
 }

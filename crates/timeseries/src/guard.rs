@@ -25,7 +25,7 @@ use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
 use almanac_engine::{Cell, Row};
 
-use crate::store::Conditional;
+use crate::store::{Conditional, StoreResult, WideColumnStore};
 
 /// The family of a row's guard cell.
 pub const GUARD_FAMILY: &str = "g";
@@ -98,47 +98,71 @@ fn predicate(read: Option<&Guard>) -> RowFilter {
     }
 }
 
+/// The newest cell time `mutations` set (0 when they set none).
+fn newest_set_us(mutations: &[Mutation]) -> i64 {
+    mutations
+        .iter()
+        .filter_map(|m| match m {
+            Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The mutations that replace a row's guard (read: `read`) with a fresh one at the
+/// newer of the old guard's timestamp and `newest_us`; and that timestamp.
+fn fresh_guard(read: Option<&Guard>, newest_us: i64) -> (Vec<Mutation>, i64) {
+    let ts_us = read.map_or(newest_us, |g| g.ts_us.max(newest_us));
+    let mutations = vec![
+        Mutation::DeleteFromFamily {
+            family: GUARD_FAMILY.into(),
+        },
+        Mutation::SetCell {
+            family: GUARD_FAMILY.into(),
+            qualifier: Vec::new(),
+            timestamp_us: ts_us,
+            value: fresh_token(),
+        },
+    ];
+    (mutations, ts_us)
+}
+
 /// The conditional write of `mutations` to row `key`, applied only if the row's guard
 /// is still `read`; it sets a fresh guard at the newer of the old guard's timestamp and
-/// `newest_us` (the newest cell time the mutations write).
+/// the newest cell time the mutations write.
 pub fn guarded_write(
     key: Vec<u8>,
     read: Option<&Guard>,
     mut mutations: Vec<Mutation>,
-    newest_us: i64,
 ) -> Conditional {
-    mutations.push(Mutation::DeleteFromFamily {
-        family: GUARD_FAMILY.into(),
-    });
-    mutations.push(Mutation::SetCell {
-        family: GUARD_FAMILY.into(),
-        qualifier: Vec::new(),
-        timestamp_us: read.map_or(newest_us, |g| g.ts_us.max(newest_us)),
-        value: fresh_token(),
-    });
+    let (guard, _) = fresh_guard(read, newest_set_us(&mutations));
+    mutations.extend(guard);
     conditional(key, read, mutations)
 }
 
 /// A seal's mark on block row `key` (see [`is_sealing`]), applied only if its guard is
-/// still `read`: the row gets a fresh guard at `ts_us` or later, and the mark.
+/// still `read`: the row gets a fresh guard at `ts_us` or later, and the mark beside it.
 pub fn mark_sealing(key: Vec<u8>, read: Option<&Guard>, ts_us: i64) -> Conditional {
-    let mut c = guarded_write(key, read, Vec::new(), ts_us);
-    let applied = if c.on_match.is_empty() {
-        &mut c.on_miss
-    } else {
-        &mut c.on_match
-    };
-    let ts = applied.iter().find_map(|m| match m {
-        Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
-        _ => None,
-    });
-    applied.push(Mutation::SetCell {
+    let (mut mutations, ts_us) = fresh_guard(read, ts_us);
+    mutations.push(Mutation::SetCell {
         family: GUARD_FAMILY.into(),
         qualifier: SEALING_QUALIFIER.to_vec(),
-        timestamp_us: ts.unwrap_or(ts_us),
+        timestamp_us: ts_us,
         value: Vec::new(),
     });
-    c
+    conditional(key, read, mutations)
+}
+
+/// Applies one conditional write built here; whether it was applied.
+pub fn apply<S: WideColumnStore + ?Sized>(
+    store: &S,
+    table: &str,
+    c: &Conditional,
+) -> StoreResult<bool> {
+    let matched =
+        store.check_and_mutate(table, &c.key, c.predicate.as_ref(), &c.on_match, &c.on_miss)?;
+    Ok(applied(c, matched))
 }
 
 /// The guard a conditional write built here sets when it applies.
@@ -194,7 +218,13 @@ mod tests {
 
     #[test]
     fn a_write_expecting_no_guard_applies_on_a_miss() {
-        let c = guarded_write(b"k".to_vec(), None, Vec::new(), 5_000);
+        let point = Mutation::SetCell {
+            family: "m".into(),
+            qualifier: b"q".to_vec(),
+            timestamp_us: 5_000,
+            value: Vec::new(),
+        };
+        let c = guarded_write(b"k".to_vec(), None, vec![point.clone()]);
         assert!(c.on_match.is_empty());
         assert!(applied(&c, false));
         assert!(!applied(&c, true));
@@ -202,7 +232,7 @@ mod tests {
             ts_us: 9_000,
             token: b"00ff".to_vec(),
         };
-        let c = guarded_write(b"k".to_vec(), Some(&read), Vec::new(), 5_000);
+        let c = guarded_write(b"k".to_vec(), Some(&read), vec![point]);
         assert!(c.on_miss.is_empty());
         assert!(applied(&c, true));
         // The new guard keeps the newer timestamp.

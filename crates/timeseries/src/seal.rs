@@ -60,9 +60,7 @@ use crate::catalog::{
     BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, SealLease, SeriesCatalog, TableHandle, TableMeta,
 };
 use crate::error::{Error, Result};
-use crate::guard::{
-    Guard, applied, guard_of, guarded_write, is_guard, mark_sealing, written_guard,
-};
+use crate::guard::{Guard, apply, guard_of, guarded_write, is_guard, mark_sealing, written_guard};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
 use crate::model::{DimensionPair, MeasureType, Point};
@@ -631,6 +629,12 @@ fn read_bucket<'a, S: WideColumnStore + ?Sized>(
 
 /// Step 2: seals one bucket under its series lock.
 ///
+/// In a guarded table, over a store without atomic multi-row batches, the block is
+/// written first, conditioned on its row's guard as read (a late write rewriting the
+/// block at the same time wins, and has merged these rows itself); then the bucket's
+/// other rows are deleted ([`delete_merged_rows`]). Readers skip any row a stop leaves
+/// behind ([`Leftovers`]).
+///
 /// In a guarded table of a one-point-a-row pattern the bucket's block row is marked
 /// first ([`mark_sealing`]) and the bucket read again: a writer that put a row into
 /// the bucket after that read finds the mark when it checks, and merges the bucket
@@ -660,12 +664,9 @@ fn seal_bucket<S: WideColumnStore>(
             read.guard(&block_key).as_ref(),
             newest_us,
         );
-        let marked = store.check_and_mutate_rows(&meta.store_table, std::slice::from_ref(&mark))?;
-        match marked.into_iter().next() {
-            Some(Ok(m)) if applied(&mark, m) => {}
-            Some(Err(e)) => return Err(e.into()),
+        if !apply(store, &meta.store_table, &mark)? {
             // A writer changed the block row: it seals the bucket, or a later pass.
-            _ => return Ok(SealStats::default()),
+            return Ok(SealStats::default());
         }
         read = read_bucket(store, &meta, series, start_ns)?;
         let ours = written_guard(&mark).map(|g| g.token().to_vec());
@@ -673,11 +674,18 @@ fn seal_bucket<S: WideColumnStore>(
             return Ok(SealStats::default());
         }
     }
+    let block_guard = read.guard(&block_key);
     let BucketRead {
         rows,
         points,
         bytes_removed,
     } = read;
+    // The bucket's other rows with row-form cells, and the exact deletes of those.
+    let replaced: Vec<(Vec<u8>, Vec<Mutation>)> = rows
+        .into_iter()
+        .filter(|(k, m, _)| *k != block_key && !m.is_empty())
+        .map(|(key, deletes, _)| (key, deletes))
+        .collect();
     let points: Vec<Point> = points.into_values().collect();
     if points.len() > MAX_BLOCK_POINTS {
         return Ok(SealStats::default());
@@ -694,19 +702,22 @@ fn seal_bucket<S: WideColumnStore>(
     let stats = SealStats {
         buckets: 1,
         points: points.len() as u64,
-        rows_removed: rows
-            .iter()
-            .filter(|(k, m, _)| *k != block_key && !m.is_empty())
-            .count() as u64,
+        rows_removed: replaced.len() as u64,
         bytes_removed,
     };
     if meta.guarded {
-        return seal_guarded(store, &meta, block_key, mutations, rows, stats);
+        let write = guarded_write(block_key, block_guard.as_ref(), mutations);
+        if !apply(store, &meta.store_table, &write)? {
+            // A late write rewrote the block meanwhile, and merged these rows itself.
+            return Ok(SealStats::default());
+        }
+        let keys = replaced.into_iter().map(|(key, _)| key).collect();
+        delete_merged_rows(store, &meta, keys)?;
+        return Ok(stats);
     }
-    let mut batch: Vec<RowMutations> = rows
+    let mut batch: Vec<RowMutations> = replaced
         .into_iter()
-        .filter(|(k, m, _)| *k != block_key && !m.is_empty())
-        .map(|(key, mutations, _)| RowMutations { key, mutations })
+        .map(|(key, mutations)| RowMutations { key, mutations })
         .collect();
     batch.push(RowMutations {
         key: block_key,
@@ -717,47 +728,6 @@ fn seal_bucket<S: WideColumnStore>(
     for r in store.mutate_rows(&meta.store_table, &batch)? {
         r?;
     }
-    Ok(stats)
-}
-
-/// Step 3 in a guarded table, over a store without atomic multi-row batches: the block
-/// first, conditioned on its row's guard as read (a late write rewriting the block at
-/// the same time wins, and has merged these rows itself); then the bucket's other rows
-/// are deleted ([`delete_merged_rows`]). Readers skip any row a stop leaves behind
-/// ([`Leftovers`]).
-fn seal_guarded<S: WideColumnStore + ?Sized>(
-    store: &S,
-    meta: &TableMeta,
-    block_key: Vec<u8>,
-    mutations: Vec<Mutation>,
-    rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)>,
-    stats: SealStats,
-) -> Result<SealStats> {
-    let read = rows
-        .iter()
-        .find(|(k, _, _)| *k == block_key)
-        .and_then(|(_, _, g)| g.clone());
-    let newest_us = mutations
-        .iter()
-        .filter_map(|m| match m {
-            Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let write = guarded_write(block_key.clone(), read.as_ref(), mutations, newest_us);
-    let matched = store.check_and_mutate_rows(&meta.store_table, std::slice::from_ref(&write))?;
-    match matched.into_iter().next() {
-        Some(Ok(m)) if applied(&write, m) => {}
-        Some(Err(e)) => return Err(e.into()),
-        _ => return Ok(SealStats::default()),
-    }
-    let merged: Vec<Vec<u8>> = rows
-        .into_iter()
-        .filter(|(k, m, _)| *k != block_key && !m.is_empty())
-        .map(|(key, _, _)| key)
-        .collect();
-    delete_merged_rows(store, meta, merged)?;
     Ok(stats)
 }
 

@@ -486,9 +486,8 @@ fn write_guarded<S: WideColumnStore + ?Sized>(
     let writes: Vec<Conditional> = batch
         .into_iter()
         .map(|r| {
-            let newest_us = newest_set_us(&r.mutations);
             let read = guards.get(&r.key);
-            guarded_write(r.key, read, r.mutations, newest_us)
+            guarded_write(r.key, read, r.mutations)
         })
         .collect();
     let results = store.check_and_mutate_rows(&meta.store_table, &writes)?;
@@ -585,18 +584,6 @@ fn recheck<S: WideColumnStore + ?Sized>(
         .filter(|(_, b)| changed.contains(b))
         .map(|(row, _)| row)
         .collect())
-}
-
-/// The newest cell time a row's mutations set.
-fn newest_set_us(mutations: &[Mutation]) -> i64 {
-    mutations
-        .iter()
-        .filter_map(|m| match m {
-            Mutation::SetCell { timestamp_us, .. } => Some(*timestamp_us),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// Request-level checks that fail the whole request (`ValidationException`), as
@@ -756,13 +743,11 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
     for ((_, p, pl, _), mark) in points.iter().zip(marks) {
         let series = &pl.row[..pl.series_len];
         if guarded {
-            let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
-            r.0 = r.0.min(pl.slot);
-            r.1 = r.1.max(pl.slot);
+            widen(&mut rows, pl.row.clone(), pl.slot);
             // A bucketed row is its bucket's block row: its guard covers both.
             if !bucketed && closed_for_rows(meta, p.time_ns, now_ns) {
                 let key = block_row(&meta.layout, series, p.time_ns);
-                rows.entry(key.clone()).or_insert((pl.slot, pl.slot));
+                widen(&mut rows, key.clone(), pl.slot);
                 let start = bucket_start_ns(&meta.layout, p.time_ns);
                 closed.insert(key, (series.to_vec(), start));
             }
@@ -782,16 +767,14 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
         // point after the newest one), so the point goes into the block.
         let sealable = may_be_sealed(&sealing, p.time_ns);
         if p.time_ns <= mark {
-            let r = rows.entry(pl.row.clone()).or_insert((pl.slot, pl.slot));
-            r.0 = r.0.min(pl.slot);
-            r.1 = r.1.max(pl.slot);
+            widen(&mut rows, pl.row.clone(), pl.slot);
         }
         if sealable {
-            let r = rows
-                .entry(block_row(&meta.layout, series, p.time_ns))
-                .or_insert((pl.slot, pl.slot));
-            r.0 = r.0.min(pl.slot);
-            r.1 = r.1.max(pl.slot);
+            widen(
+                &mut rows,
+                block_row(&meta.layout, series, p.time_ns),
+                pl.slot,
+            );
         }
     }
     let mut out = Stored::default();
@@ -813,6 +796,13 @@ fn read_stored<'a, S: WideColumnStore + ?Sized>(
         read_closed_buckets(store, meta, &merge, &mut out)?;
     }
     Ok(out)
+}
+
+/// Adds `slot` to the slots step 4 reads of row `key` (the lowest and the highest).
+fn widen(rows: &mut BTreeMap<Vec<u8>, (i64, i64)>, key: Vec<u8>, slot: i64) {
+    let r = rows.entry(key).or_insert((slot, slot));
+    r.0 = r.0.min(slot);
+    r.1 = r.1.max(slot);
 }
 
 /// Step 4's read of the points' own rows (only the slots between the lowest and the
