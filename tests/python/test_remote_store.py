@@ -115,6 +115,55 @@ def _backend_tables(host: str) -> set[str]:
             client.close()
 
 
+def _write_hosts_table(host: str) -> None:
+    """A plain Bigtable table `hosts` in the backend's instance, through Google's client:
+    row key = host, family `info` with `rack`."""
+    from google.cloud.bigtable import column_family
+
+    with emulator_env(host):
+        client = bigtable.Client(project="remote", admin=True)
+        try:
+            table = client.instance("series").table("hosts")
+            table.create(column_families={"info": column_family.MaxVersionsGCRule(1)})
+            rows = []
+            for h in range(5):
+                row = table.direct_row(f"h{h}".encode())
+                row.set_cell("info", b"rack", f"r{h % 2}".encode())
+                rows.append(row)
+            assert all(s.code == 0 for s in table.mutate_rows(rows))
+        finally:
+            client.close()
+
+
+def _sql(almanac_bin, front: AlmanacServer, sql: str) -> list[str]:
+    """`almanac sql` through the front-end, bare names in the backend's instance, as CSV."""
+    out = subprocess.run(
+        [almanac_bin, "sql", "--endpoint", front.ts_endpoint, "--instance", REMOTE,
+         "--format", "csv", "-e", sql],
+        capture_output=True, text=True, timeout=60, env={**os.environ},
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()
+
+
+def _sql_over_remote_tables(almanac_bin, front: AlmanacServer, backend: AlmanacServer) -> None:
+    """SQL through the front-end reads the backend instance's Bigtable tables, alone and
+    joined with a time-series table; the front-end's own engine holds none of them."""
+    _write_hosts_table(backend.host)
+    rows = _sql(almanac_bin, front, "SELECT CAST(_key AS VARCHAR) AS host, "
+                "CAST(info['rack'] AS VARCHAR) AS rack FROM hosts ORDER BY host")
+    assert rows == ["host,rack", *[f"h{h},r{h % 2}" for h in range(5)]]
+    # A Bigtable table of the instance joined with a time-series table.
+    rows = _sql(almanac_bin, front,
+                "SELECT CAST(h.info['rack'] AS VARCHAR) AS rack, count(*) AS n "
+                f'FROM "{DB}"."cpu" c JOIN hosts h ON c.host = CAST(h._key AS VARCHAR) '
+                "GROUP BY 1 ORDER BY 1")
+    assert rows == ["rack,n", "r0,600", "r1,400"]
+    listed = _sql(almanac_bin, front, "SELECT table_name FROM information_schema.tables "
+                  "WHERE table_schema = 'bigtable' ORDER BY 1")
+    assert listed == ["table_name", "_catalog", "_jobs", "hosts", f"{DB}.cpu"], listed
+
+
 def test_timestream_over_an_almanac_backend(almanac_bin, tmp_path, _aws_env):
     backend = AlmanacServer(almanac_bin, data_dir=tmp_path / "backend", log_dir=tmp_path,
                             timestream=False)
@@ -122,6 +171,7 @@ def test_timestream_over_an_almanac_backend(almanac_bin, tmp_path, _aws_env):
     front = _front_end(almanac_bin, tmp_path, "front", backend.host)
     try:
         _write_and_read(front, "cpu")
+        _sql_over_remote_tables(almanac_bin, front, backend)
         # The tables live in the backend's instance, the catalog beside them.
         tables = _backend_tables(backend.host)
         assert f"{DB}.cpu" in tables and "_catalog" in tables, tables

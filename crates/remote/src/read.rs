@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 
 use almanac_api::google::bigtable::v2 as data;
 use almanac_engine::{Error, ReadRequest, Row};
@@ -37,21 +37,60 @@ pub(crate) fn read_rows(
     req: ReadRequest,
     visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
 ) -> StoreResult<()> {
-    let (tx, rx) = mpsc::sync_channel(ROW_BUFFER);
-    handle.spawn(stream_rows(client, table_name.clone(), req, tx));
-    for item in rx {
-        // `None` marks the end: a channel closed without it is a task that stopped
-        // short (its runtime shut down), which must not pass for a shorter table.
-        let Some(row) = item? else {
-            return Ok(());
-        };
-        if visit(row).is_break() {
-            return Ok(());
+    for row in stream(handle, client, table_name, req) {
+        if visit(row?).is_break() {
+            break;
         }
     }
-    Err(Error::Storage(format!(
-        "remote Bigtable: the read of {table_name} stopped before its end"
-    )))
+    Ok(())
+}
+
+/// Reads `req` from `table_name` as rows the caller pulls; dropping the iterator
+/// closes the channel, which stops the task and cancels the stream.
+pub(crate) fn stream(
+    handle: &Handle,
+    client: DataClient,
+    table_name: String,
+    req: ReadRequest,
+) -> Rows {
+    let (tx, rx) = mpsc::sync_channel(ROW_BUFFER);
+    handle.spawn(stream_rows(client, table_name.clone(), req, tx));
+    Rows {
+        rx,
+        table_name,
+        done: false,
+    }
+}
+
+/// The rows of one read, as the task sends them.
+pub(crate) struct Rows {
+    rx: Receiver<Item>,
+    table_name: String,
+    /// The end or an error was handed out: nothing follows.
+    done: bool,
+}
+
+impl Iterator for Rows {
+    type Item = StoreResult<Row>;
+
+    fn next(&mut self) -> Option<StoreResult<Row>> {
+        if self.done {
+            return None;
+        }
+        let item = match self.rx.recv() {
+            Ok(Ok(Some(row))) => return Some(Ok(row)),
+            Ok(Ok(None)) => None,
+            Ok(Err(e)) => Some(Err(e)),
+            // A channel closed without the end marker is a task that stopped short
+            // (its runtime shut down), which must not pass for a shorter table.
+            Err(_) => Some(Err(Error::Storage(format!(
+                "remote Bigtable: the read of {} stopped before its end",
+                self.table_name
+            )))),
+        };
+        self.done = true;
+        item
+    }
 }
 
 /// What the task hands the caller: rows, then `None` at the end, or an error.

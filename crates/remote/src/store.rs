@@ -20,9 +20,9 @@ use almanac_engine::clock::{Clock, SystemClock};
 use almanac_engine::filter::RowFilter;
 use almanac_engine::limits::MAX_MESSAGE_BYTES;
 use almanac_engine::mutation::Mutation;
-use almanac_engine::schema::GcRule;
+use almanac_engine::schema::{GcRule, TableInfo};
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
-use almanac_timeseries::{Conditional, StoreResult, WideColumnStore};
+use almanac_timeseries::{Conditional, RowIter, StoreResult, WideColumnStore};
 use tonic::Status;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -273,6 +273,26 @@ impl RemoteStore {
         let result = self.run(unary(client, idempotent, f))?;
         result.map_err(|s| retry::store_error(&s, &call))
     }
+
+    /// GetTable in `view`; `None` if the table does not exist.
+    fn table(&self, table: &str, view: admin::table::View) -> StoreResult<Option<admin::Table>> {
+        let name = self.table_name(table);
+        let call = Call {
+            rpc: "GetTable",
+            table: name.clone(),
+        };
+        match self.admin_call(call, true, move |mut c| {
+            let r = admin::GetTableRequest {
+                name: name.clone(),
+                view: view as i32,
+            };
+            async move { c.get_table(r).await }
+        }) {
+            Ok(t) => Ok(Some(t)),
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// A CheckAndMutateRow request.
@@ -415,22 +435,46 @@ impl WideColumnStore for RemoteStore {
     }
 
     fn table_exists(&self, table: &str) -> StoreResult<bool> {
-        let name = self.table_name(table);
-        let call = Call {
-            rpc: "GetTable",
-            table: name.clone(),
-        };
-        match self.admin_call(call, true, move |mut c| {
-            let r = admin::GetTableRequest {
-                name: name.clone(),
+        Ok(self.table(table, admin::table::View::NameOnly)?.is_some())
+    }
+
+    fn get_table(&self, table: &str) -> StoreResult<Option<TableInfo>> {
+        Ok(self
+            .table(table, admin::table::View::SchemaView)?
+            .map(|t| wire::table_info(&self.instance, table, &t)))
+    }
+
+    fn list_tables(&self) -> StoreResult<Vec<String>> {
+        let prefix = format!("{}/tables/", self.instance);
+        let mut names = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = admin::ListTablesRequest {
+                parent: self.instance.clone(),
                 view: admin::table::View::NameOnly as i32,
+                page_token: page_token.clone(),
+                ..Default::default()
             };
-            async move { c.get_table(r).await }
-        }) {
-            Ok(_) => Ok(true),
-            Err(Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
+            let call = Call {
+                rpc: "ListTables",
+                table: self.instance.clone(),
+            };
+            let page = self.admin_call(call, true, move |mut c| {
+                let r = request.clone();
+                async move { c.list_tables(r).await }
+            })?;
+            names.extend(
+                page.tables
+                    .iter()
+                    .filter_map(|t| t.name.strip_prefix(&prefix).map(str::to_string)),
+            );
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
         }
+        names.sort();
+        Ok(names)
     }
 
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
@@ -551,5 +595,14 @@ impl WideColumnStore for RemoteStore {
             req,
             visit,
         )
+    }
+
+    fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {
+        Ok(Box::new(read::stream(
+            self.runtime.handle()?,
+            self.clients.data.clone(),
+            self.table_name(table),
+            req,
+        )))
     }
 }

@@ -1,5 +1,6 @@
-//! Engine types to the Bigtable protos: the requests a remote store sends. The server's
-//! `convert.rs` goes the other way (and takes [`gc_rule`] from here).
+//! Engine types to the Bigtable protos: the requests a remote store sends; and the one
+//! answer it translates back, a table's schema ([`table_info`]). The server's
+//! `convert.rs` translates requests the other way.
 
 use std::ops::Bound;
 
@@ -8,7 +9,7 @@ use almanac_api::google::bigtable::v2 as data;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::{AggregateInput, Mutation};
 use almanac_engine::rowset::{RowRange, RowSet};
-use almanac_engine::schema::GcRule;
+use almanac_engine::schema::{Aggregate, FamilySpec, GcRule, Granularity, TableInfo, ValueType};
 
 /// Microseconds in a second.
 const MICROS_PER_SEC: i64 = 1_000_000;
@@ -30,6 +31,71 @@ pub fn gc_rule(r: &GcRule) -> Option<admin::GcRule> {
         GcRule::Union(rs) => Rule::Union(Union { rules: list(rs) }),
     };
     Some(admin::GcRule { rule: Some(rule) })
+}
+
+/// A table's schema as GetTable (`SCHEMA_VIEW`) answered it: families in name order
+/// (the API keeps them in a map), their GC rules and value types, and the granularity.
+pub fn table_info(instance: &str, name: &str, table: &admin::Table) -> TableInfo {
+    let mut families: Vec<(String, FamilySpec)> = table
+        .column_families
+        .iter()
+        .map(|(id, cf)| {
+            let spec = FamilySpec {
+                gc_rule: cf.gc_rule.as_ref().map_or(GcRule::KeepAll, gc_rule_of),
+                value_type: value_type_of(cf.value_type.as_ref()),
+            };
+            (id.clone(), spec)
+        })
+        .collect();
+    families.sort_by(|a, b| a.0.cmp(&b.0));
+    let granularity = if table.granularity == admin::table::TimestampGranularity::Micros as i32 {
+        Granularity::Micros
+    } else {
+        Granularity::Millis
+    };
+    TableInfo {
+        instance: instance.to_string(),
+        name: name.to_string(),
+        families,
+        granularity,
+        deletion_protection: table.deletion_protection,
+        change_retention_us: None,
+    }
+}
+
+/// The engine's form of an admin API GC rule.
+fn gc_rule_of(r: &admin::GcRule) -> GcRule {
+    use admin::gc_rule::Rule;
+    let list = |rs: &[admin::GcRule]| rs.iter().map(gc_rule_of).collect();
+    match &r.rule {
+        None => GcRule::KeepAll,
+        Some(Rule::MaxNumVersions(n)) => GcRule::MaxVersions(u32::try_from(*n).unwrap_or(1)),
+        Some(Rule::MaxAge(d)) => GcRule::MaxAge {
+            max_age_us: d
+                .seconds
+                .saturating_mul(MICROS_PER_SEC)
+                .saturating_add(i64::from(d.nanos) / 1000),
+        },
+        Some(Rule::Intersection(i)) => GcRule::Intersection(list(&i.rules)),
+        Some(Rule::Union(u)) => GcRule::Union(list(&u.rules)),
+    }
+}
+
+/// A family's value type: an int64 aggregate's kind, else bytes (how SQL shows any
+/// other type's cells).
+fn value_type_of(t: Option<&admin::Type>) -> ValueType {
+    use admin::r#type::Kind;
+    use admin::r#type::aggregate::Aggregator;
+    let Some(Kind::AggregateType(a)) = t.and_then(|t| t.kind.as_ref()) else {
+        return ValueType::Bytes;
+    };
+    match a.aggregator {
+        Some(Aggregator::Sum(_)) => ValueType::Aggregate(Aggregate::Sum),
+        Some(Aggregator::Min(_)) => ValueType::Aggregate(Aggregate::Min),
+        Some(Aggregator::Max(_)) => ValueType::Aggregate(Aggregate::Max),
+        Some(Aggregator::HllppUniqueCount(_)) => ValueType::Aggregate(Aggregate::HllCountDistinct),
+        None => ValueType::Bytes,
+    }
 }
 
 /// One mutation for MutateRow(s) or CheckAndMutateRow.

@@ -31,7 +31,7 @@ use almanac_console::Metrics;
 use almanac_engine::clock::SystemClock;
 use almanac_engine::warning::WarningSink;
 use almanac_engine::{Durability, Engine, Options};
-use almanac_sql::SqlEngine;
+use almanac_sql::{BigtableSources, SqlEngine};
 use almanac_timeseries::{DEFAULT_INSTANCE, EmbeddedStore, SealStats, SharedStore, TimeSeries};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -210,10 +210,14 @@ impl Node {
             None => None,
         };
         let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
+            let remote = series_store.clone();
             let (engine, ts) = open_store(&data_dir, options, series_store)?;
-            let sql = Arc::new(
-                SqlEngine::new(Arc::new(engine.clone()), ts.clone())?.with_limits(query_limits),
-            );
+            // A remote instance's Bigtable tables are read from it, others from the engine.
+            let mut tables = BigtableSources::embedded(Arc::new(engine.clone()));
+            if let Some(store) = remote {
+                tables = tables.with_remote(store);
+            }
+            let sql = Arc::new(SqlEngine::over(tables, ts.clone())?.with_limits(query_limits));
             let scheduled = Arc::new(almanac_jobs::ScheduledQueries::open(
                 sql.clone(),
                 ts.clone(),

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::RowSet;
 use almanac_engine::schema::{Aggregate, Granularity, TableInfo, ValueType};
-use almanac_engine::{Engine, ReadRequest, Row};
+use almanac_engine::{ReadRequest, Row};
 use async_trait::async_trait;
 use datafusion::arrow::array::{
     Array, ArrayBuilder, ArrayRef, BinaryBuilder, Int64Builder, ListBuilder, MapBuilder,
@@ -38,6 +38,7 @@ use crate::keyrange::{KeySpace, is_key_predicate};
 use crate::qualifiers::QualifierHints;
 use crate::source::{BATCH_ROWS, Producer, Sink, batch, scan_plan};
 use crate::stats::ScanCounters;
+use crate::tables::{BigtableSources, Rows};
 
 /// Name of the row-key column.
 pub const KEY_COLUMN: &str = "_key";
@@ -109,7 +110,7 @@ impl Versions {
 /// One Bigtable table as a DataFusion table.
 #[derive(Debug)]
 pub struct BigtableTable {
-    engine: Arc<Engine>,
+    sources: BigtableSources,
     info: TableInfo,
     /// Which versions of each column it reads.
     versions: Versions,
@@ -171,11 +172,11 @@ fn timestamp_type() -> DataType {
 }
 
 impl BigtableTable {
-    /// The table `info` of `engine`, counting reads into `counters`; `versions` says
+    /// The table `info` of `sources`, counting reads into `counters`; `versions` says
     /// which versions it reads (the history form keeps several); `qualifiers` says
     /// which columns of each family the query reads.
     pub fn new(
-        engine: Arc<Engine>,
+        sources: BigtableSources,
         info: TableInfo,
         versions: Versions,
         counters: Arc<ScanCounters>,
@@ -196,7 +197,7 @@ impl BigtableTable {
             fields.push(Field::new(name, map_type(*kind, history), false));
         }
         Self {
-            engine,
+            sources,
             info,
             versions,
             history,
@@ -210,7 +211,7 @@ impl BigtableTable {
 
 /// What one scan reads and how it lays the rows out.
 struct BigtableScan {
-    engine: Arc<Engine>,
+    sources: BigtableSources,
     instance: String,
     table: String,
     request: ReadRequest,
@@ -366,13 +367,10 @@ fn latest_cells<'r>(
 impl Producer for BigtableScan {
     fn produce(&self, sink: &Sink) -> crate::Result<()> {
         let data = self
-            .engine
-            .read_rows(&self.instance, &self.table, self.request.clone())?;
+            .sources
+            .read(&self.instance, &self.table, self.request.clone())?;
         let keys = match &self.keys_request {
-            Some(r) => Some(
-                self.engine
-                    .read_rows(&self.instance, &self.table, r.clone())?,
-            ),
+            Some(r) => Some(self.sources.read(&self.instance, &self.table, r.clone())?),
             None => None,
         };
         let mut stream = Merged {
@@ -412,8 +410,8 @@ impl Producer for BigtableScan {
 /// Every row of a data read, in key order: rows the data read left out (no cell in
 /// the projected families or qualifiers) come from the key-only read, without cells.
 struct Merged {
-    data: almanac_engine::RowStream,
-    keys: Option<almanac_engine::RowStream>,
+    data: Rows,
+    keys: Option<Rows>,
     pending: Option<Row>,
 }
 
@@ -629,7 +627,7 @@ impl TableProvider for BigtableTable {
             reversed: false,
         };
         let scan = BigtableScan {
-            engine: self.engine.clone(),
+            sources: self.sources.clone(),
             instance: self.info.instance.clone(),
             table: self.info.name.clone(),
             request,

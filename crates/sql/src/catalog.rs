@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use almanac_engine::Engine;
 use almanac_timeseries::{SharedStore, TimeSeries};
 use async_trait::async_trait;
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableFunctionArgs, TableFunctionImpl};
@@ -19,6 +18,7 @@ use crate::bigtable::{BigtableTable, Versions};
 use crate::qualifiers::QualifierHints;
 use crate::series::SeriesTable;
 use crate::stats::ScanCounters;
+use crate::tables::BigtableSources;
 
 /// The one catalog's name.
 pub const CATALOG: &str = "almanac";
@@ -136,7 +136,7 @@ impl CatalogProvider for SqlCatalog {
 /// the history form through [`HISTORY_FUNCTION`].
 #[derive(Debug, Clone)]
 pub struct BigtableTables {
-    pub(crate) engine: Arc<Engine>,
+    pub(crate) sources: BigtableSources,
     /// `projects/p/instances/i`; `None`: no Bigtable table is in scope.
     pub(crate) instance: Option<String>,
     pub(crate) counters: Arc<ScanCounters>,
@@ -159,17 +159,19 @@ impl BigtableTables {
                 table: name,
             },
         )?;
-        match self.engine.get_table(instance, name) {
-            Ok(info) => Ok(Some(BigtableTable::new(
-                self.engine.clone(),
+        let info = self
+            .sources
+            .get_table(instance, name)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(info.map(|info| {
+            BigtableTable::new(
+                self.sources.clone(),
                 info,
                 versions,
                 self.counters.clone(),
                 self.qualifiers.clone(),
-            ))),
-            Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(DataFusionError::External(Box::new(crate::Error::from(e)))),
-        }
+            )
+        }))
     }
 }
 
@@ -179,11 +181,10 @@ impl SchemaProvider for BigtableTables {
         let Some(instance) = &self.instance else {
             return Vec::new();
         };
-        self.engine
+        self.sources
             .list_tables(instance)
             .map(|ts| {
                 ts.into_iter()
-                    .map(|t| t.name)
                     .filter(|table| {
                         visible(self.access.as_ref(), TableRef::Bigtable { instance, table })
                     })
@@ -201,7 +202,7 @@ impl SchemaProvider for BigtableTables {
     fn table_exist(&self, name: &str) -> bool {
         self.instance
             .as_ref()
-            .is_some_and(|i| self.engine.get_table(i, name).is_ok())
+            .is_some_and(|i| matches!(self.sources.get_table(i, name), Ok(Some(_))))
     }
 }
 

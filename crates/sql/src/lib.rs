@@ -44,6 +44,7 @@ pub mod rewrite;
 mod series;
 mod source;
 mod stats;
+mod tables;
 mod timeseries_fns;
 mod unpack;
 mod versions;
@@ -69,6 +70,7 @@ pub use datafusion::arrow;
 pub use dialect::Dialect;
 pub use error::{Error, Result};
 pub use stats::{ScanCounters, ScanTotals};
+pub use tables::BigtableSources;
 
 /// Where bare table names resolve, and who asks.
 #[derive(Debug, Clone, Default)]
@@ -173,9 +175,9 @@ impl QueryOutput {
     }
 }
 
-/// The SQL service over an engine and its time-series layer.
+/// The SQL service over Bigtable tables and a time-series layer.
 pub struct SqlEngine {
-    engine: Arc<Engine>,
+    tables: BigtableSources,
     ts: Arc<TimeSeries<SharedStore>>,
     /// The session every Timestream query starts from.
     base: SessionState,
@@ -194,6 +196,11 @@ impl std::fmt::Debug for SqlEngine {
 impl SqlEngine {
     /// SQL over `engine`'s Bigtable tables and `ts`'s time-series tables.
     pub fn new(engine: Arc<Engine>, ts: Arc<TimeSeries<SharedStore>>) -> Result<Self> {
+        Self::over(BigtableSources::embedded(engine), ts)
+    }
+
+    /// SQL over the Bigtable tables of `tables` and `ts`'s time-series tables.
+    pub fn over(tables: BigtableSources, ts: Arc<TimeSeries<SharedStore>>) -> Result<Self> {
         let mut config = SessionConfig::new()
             .with_default_catalog_and_schema(catalog::CATALOG, catalog::BIGTABLE_SCHEMA)
             .with_information_schema(true)
@@ -204,7 +211,7 @@ impl SqlEngine {
         let base = session(config.clone(), Dialect::Timestream)?;
         let google = session(config, Dialect::GoogleSql)?;
         Ok(Self {
-            engine,
+            tables,
             ts,
             base,
             google,
@@ -269,7 +276,7 @@ impl SqlEngine {
             Dialect::GoogleSql => rewrite::rewrite_googlesql(sql)?,
         };
         let bigtable = catalog::BigtableTables {
-            engine: self.engine.clone(),
+            sources: self.tables.clone(),
             instance: scope.instance.clone(),
             counters: counters.clone(),
             qualifiers: qualifiers.clone(),

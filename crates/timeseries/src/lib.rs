@@ -64,7 +64,7 @@ pub use model::{
 pub use partition::TableSchema;
 pub use query::{ScanStats, Selection};
 pub use seal::SealStats;
-pub use store::{Conditional, EmbeddedStore, SharedStore, StoreResult, WideColumnStore};
+pub use store::{Conditional, EmbeddedStore, RowIter, SharedStore, StoreResult, WideColumnStore};
 pub use tags::{Resource, Tag, check as check_tags};
 pub use write::WriteOutcome;
 

@@ -12,12 +12,15 @@ use std::sync::Arc;
 
 use almanac_engine::filter::RowFilter;
 use almanac_engine::mutation::Mutation;
-use almanac_engine::schema::{FamilyChange, FamilySpec, GcRule, Granularity, TableSpec};
+use almanac_engine::schema::{FamilyChange, FamilySpec, GcRule, Granularity, TableInfo, TableSpec};
 use almanac_engine::{Engine, ReadRequest, Row, RowMutations};
 
 /// Result of store calls: the engine's error type, which a remote store maps gRPC
 /// statuses onto.
 pub type StoreResult<T> = almanac_engine::Result<T>;
+
+/// The rows of a read, pulled one at a time ([`WideColumnStore::read_stream`]).
+pub type RowIter = Box<dyn Iterator<Item = StoreResult<Row>> + Send>;
 
 /// What the time-series layer needs of a Bigtable.
 pub trait WideColumnStore: Send + Sync + 'static {
@@ -29,6 +32,11 @@ pub trait WideColumnStore: Send + Sync + 'static {
     fn delete_table(&self, table: &str) -> StoreResult<()>;
     /// Whether the table exists (GetTable).
     fn table_exists(&self, table: &str) -> StoreResult<bool>;
+    /// GetTable with its schema: families (GC rules, value types) and timestamp
+    /// granularity; `None` if the table does not exist.
+    fn get_table(&self, table: &str) -> StoreResult<Option<TableInfo>>;
+    /// ListTables: the names of the instance's tables, sorted.
+    fn list_tables(&self) -> StoreResult<Vec<String>>;
     /// ModifyColumnFamilies: replace a family's GC rule.
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()>;
     /// The store's clock in µs, as its GC rules judge cell ages.
@@ -99,6 +107,9 @@ pub trait WideColumnStore: Send + Sync + 'static {
         req: ReadRequest,
         visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
     ) -> StoreResult<()>;
+    /// ReadRows as rows the caller pulls, for a reader that walks two reads side by
+    /// side; dropping the iterator ends the read.
+    fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter>;
 }
 
 /// One row's conditional change, as CheckAndMutateRow takes it.
@@ -130,6 +141,12 @@ impl WideColumnStore for SharedStore {
     }
     fn table_exists(&self, table: &str) -> StoreResult<bool> {
         self.as_ref().table_exists(table)
+    }
+    fn get_table(&self, table: &str) -> StoreResult<Option<TableInfo>> {
+        self.as_ref().get_table(table)
+    }
+    fn list_tables(&self) -> StoreResult<Vec<String>> {
+        self.as_ref().list_tables()
     }
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
         self.as_ref().set_gc_rule(table, family, rule)
@@ -181,6 +198,9 @@ impl WideColumnStore for SharedStore {
         visit: &mut dyn FnMut(Row) -> ControlFlow<()>,
     ) -> StoreResult<()> {
         self.as_ref().read_rows(table, req, visit)
+    }
+    fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {
+        self.as_ref().read_stream(table, req)
     }
 }
 
@@ -244,11 +264,24 @@ impl WideColumnStore for EmbeddedStore {
     }
 
     fn table_exists(&self, table: &str) -> StoreResult<bool> {
+        Ok(self.get_table(table)?.is_some())
+    }
+
+    fn get_table(&self, table: &str) -> StoreResult<Option<TableInfo>> {
         match self.engine.get_table(&self.instance, table) {
-            Ok(_) => Ok(true),
-            Err(almanac_engine::Error::NotFound { .. }) => Ok(false),
+            Ok(info) => Ok(Some(info)),
+            Err(almanac_engine::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    fn list_tables(&self) -> StoreResult<Vec<String>> {
+        Ok(self
+            .engine
+            .list_tables(&self.instance)?
+            .into_iter()
+            .map(|t| t.name)
+            .collect())
     }
 
     fn set_gc_rule(&self, table: &str, family: &str, rule: GcRule) -> StoreResult<()> {
@@ -310,5 +343,13 @@ impl WideColumnStore for EmbeddedStore {
             }
         }
         Ok(())
+    }
+
+    fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {
+        Ok(Box::new(self.engine.read_rows(
+            &self.instance,
+            table,
+            req,
+        )?))
     }
 }
