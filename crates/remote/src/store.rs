@@ -20,7 +20,7 @@ use almanac_engine::clock::{Clock, SystemClock};
 use almanac_engine::filter::RowFilter;
 use almanac_engine::limits::MAX_MESSAGE_BYTES;
 use almanac_engine::mutation::Mutation;
-use almanac_engine::schema::{GcRule, TableInfo};
+use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableInfo, TableSpec};
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
 use almanac_timeseries::{Conditional, RowIter, StoreResult, WideColumnStore};
 use tonic::Status;
@@ -274,6 +274,47 @@ impl RemoteStore {
         result.map_err(|s| retry::store_error(&s, &call))
     }
 
+    /// CreateTable with every family's value type (an aggregate or bytes) and the
+    /// granularity of `spec`.
+    pub fn create_table_spec(&self, table: &str, spec: &TableSpec) -> StoreResult<()> {
+        let column_families: HashMap<String, admin::ColumnFamily> = spec
+            .families
+            .iter()
+            .map(|(name, f)| {
+                let family = admin::ColumnFamily {
+                    gc_rule: wire::gc_rule(&f.gc_rule),
+                    value_type: wire::value_type(f.value_type),
+                };
+                (name.clone(), family)
+            })
+            .collect();
+        let granularity = match spec.granularity {
+            Granularity::Millis => admin::table::TimestampGranularity::Millis,
+            Granularity::Micros => admin::table::TimestampGranularity::Micros,
+        };
+        let request = admin::CreateTableRequest {
+            parent: self.instance.clone(),
+            table_id: table.to_string(),
+            table: Some(admin::Table {
+                column_families,
+                granularity: granularity as i32,
+                deletion_protection: spec.deletion_protection,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let call = Call {
+            rpc: "CreateTable",
+            table: self.table_name(table),
+        };
+        // Not retried: a second try of a create that went through answers ALREADY_EXISTS.
+        self.admin_call(call, false, move |mut c| {
+            let r = request.clone();
+            async move { c.create_table(r).await }
+        })
+        .map(drop)
+    }
+
     /// GetTable in `view`; `None` if the table does not exist.
     fn table(&self, table: &str, view: admin::table::View) -> StoreResult<Option<admin::Table>> {
         let name = self.table_name(table);
@@ -388,38 +429,20 @@ impl WideColumnStore for RemoteStore {
     }
 
     fn create_table(&self, table: &str, families: &[(&str, GcRule)]) -> StoreResult<()> {
-        let column_families: HashMap<String, admin::ColumnFamily> = families
-            .iter()
-            .map(|(name, rule)| {
-                (
-                    name.to_string(),
-                    admin::ColumnFamily {
-                        gc_rule: wire::gc_rule(rule),
-                        ..Default::default()
-                    },
-                )
-            })
-            .collect();
-        let request = admin::CreateTableRequest {
-            parent: self.instance.clone(),
-            table_id: table.to_string(),
-            table: Some(admin::Table {
-                column_families,
-                granularity: admin::table::TimestampGranularity::Millis as i32,
-                ..Default::default()
-            }),
-            ..Default::default()
+        let spec = TableSpec {
+            families: families
+                .iter()
+                .map(|(name, rule)| {
+                    let spec = FamilySpec {
+                        gc_rule: rule.clone(),
+                        ..FamilySpec::default()
+                    };
+                    (name.to_string(), spec)
+                })
+                .collect(),
+            ..TableSpec::default()
         };
-        let call = Call {
-            rpc: "CreateTable",
-            table: self.table_name(table),
-        };
-        // Not retried: a second try of a create that went through answers ALREADY_EXISTS.
-        self.admin_call(call, false, move |mut c| {
-            let r = request.clone();
-            async move { c.create_table(r).await }
-        })
-        .map(drop)
+        self.create_table_spec(table, &spec)
     }
 
     fn delete_table(&self, table: &str) -> StoreResult<()> {

@@ -1,6 +1,7 @@
-//! Engine types to the Bigtable protos: the requests a remote store sends; and the one
-//! answer it translates back, a table's schema ([`table_info`]). The server's
-//! `convert.rs` translates requests the other way.
+//! Engine types to the Bigtable protos: the requests a remote store sends, and the
+//! schemas the server's GetTable answers; and the one answer a remote store translates
+//! back, a table's schema ([`table_info`]). The server's `convert.rs` translates
+//! requests the other way.
 
 use std::ops::Bound;
 
@@ -31,6 +32,41 @@ pub fn gc_rule(r: &GcRule) -> Option<admin::GcRule> {
         GcRule::Union(rs) => Rule::Union(Union { rules: list(rs) }),
     };
     Some(admin::GcRule { rule: Some(rule) })
+}
+
+/// A family's value type for the admin API.
+pub fn value_type(v: ValueType) -> Option<admin::Type> {
+    use admin::r#type::aggregate::{Aggregator, HyperLogLogPlusPlusUniqueCount, Max, Min, Sum};
+    use admin::r#type::{Aggregate as Agg, Int64, Kind, int64};
+    let ValueType::Aggregate(kind) = v else {
+        return None;
+    };
+    let aggregator = match kind {
+        Aggregate::Sum => Aggregator::Sum(Sum {}),
+        Aggregate::Min => Aggregator::Min(Min {}),
+        Aggregate::Max => Aggregator::Max(Max {}),
+        Aggregate::HllCountDistinct => {
+            Aggregator::HllppUniqueCount(HyperLogLogPlusPlusUniqueCount {})
+        }
+    };
+    let int64 = admin::Type {
+        kind: Some(Kind::Int64Type(Int64 {
+            encoding: Some(int64::Encoding {
+                encoding: Some(int64::encoding::Encoding::BigEndianBytes(
+                    int64::encoding::BigEndianBytes::default(),
+                )),
+            }),
+        })),
+    };
+    // Almanac's aggregates all take int64 inputs (HLL also hashes raw bytes).
+    let input = Some(Box::new(int64.clone()));
+    Some(admin::Type {
+        kind: Some(Kind::AggregateType(Box::new(Agg {
+            input_type: input,
+            state_type: Some(Box::new(int64)),
+            aggregator: Some(aggregator),
+        }))),
+    })
 }
 
 /// A table's schema as GetTable (`SCHEMA_VIEW`) answered it: families in name order
@@ -395,6 +431,59 @@ mod tests {
             start: start.map(<[u8]>::to_vec),
             end: end.map(<[u8]>::to_vec),
         }
+    }
+
+    #[test]
+    fn a_schema_reads_back_as_it_was_sent() {
+        let families = vec![
+            (
+                "a".to_string(),
+                FamilySpec {
+                    gc_rule: GcRule::Union(vec![
+                        GcRule::MaxVersions(3),
+                        GcRule::MaxAge {
+                            max_age_us: 86_400_000_123,
+                        },
+                    ]),
+                    value_type: ValueType::Bytes,
+                },
+            ),
+            (
+                "b".to_string(),
+                FamilySpec {
+                    gc_rule: GcRule::KeepAll,
+                    value_type: ValueType::Aggregate(Aggregate::Max),
+                },
+            ),
+            (
+                "c".to_string(),
+                FamilySpec {
+                    gc_rule: GcRule::Intersection(vec![GcRule::MaxVersions(1)]),
+                    value_type: ValueType::Aggregate(Aggregate::HllCountDistinct),
+                },
+            ),
+        ];
+        let table = admin::Table {
+            column_families: families
+                .iter()
+                .map(|(name, f)| {
+                    let cf = admin::ColumnFamily {
+                        gc_rule: gc_rule(&f.gc_rule),
+                        value_type: value_type(f.value_type),
+                    };
+                    (name.clone(), cf)
+                })
+                .collect(),
+            granularity: admin::table::TimestampGranularity::Micros as i32,
+            ..Default::default()
+        };
+        let info = table_info("projects/p/instances/i", "t", &table);
+        assert_eq!(info.families, families);
+        assert_eq!(info.granularity, Granularity::Micros);
+        assert_eq!(
+            (info.instance.as_str(), info.name.as_str()),
+            ("projects/p/instances/i", "t")
+        );
     }
 
     #[test]

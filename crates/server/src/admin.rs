@@ -90,8 +90,8 @@ fn table_proto(info: &TableInfo, view: i32) -> pb::Table {
             .iter()
             .map(|(n, spec)| {
                 let cf = pb::ColumnFamily {
-                    gc_rule: Some(convert::gc_rule_proto(&spec.gc_rule).unwrap_or_default()),
-                    value_type: convert::value_type_proto(spec.value_type),
+                    gc_rule: Some(almanac_remote::wire::gc_rule(&spec.gc_rule).unwrap_or_default()),
+                    value_type: almanac_remote::wire::value_type(spec.value_type),
                 };
                 (n.clone(), cf)
             })

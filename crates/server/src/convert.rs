@@ -318,32 +318,6 @@ pub fn gc_rule(r: Option<&admin::GcRule>) -> Result<GcRule, Status> {
     })
 }
 
-/// A GC rule for the admin API (`None` for keep-all).
-pub fn gc_rule_proto(r: &GcRule) -> Option<admin::GcRule> {
-    use admin::gc_rule::{Intersection, Rule, Union};
-    let rule = match r {
-        GcRule::KeepAll => return None,
-        GcRule::MaxVersions(n) => Rule::MaxNumVersions(i32::try_from(*n).unwrap_or(i32::MAX)),
-        GcRule::MaxAge { max_age_us } => Rule::MaxAge(prost_types::Duration {
-            seconds: max_age_us / 1_000_000,
-            nanos: ((max_age_us % 1_000_000) * 1000) as i32,
-        }),
-        GcRule::Intersection(rs) => Rule::Intersection(Intersection {
-            rules: rs
-                .iter()
-                .map(|x| gc_rule_proto(x).unwrap_or_default())
-                .collect(),
-        }),
-        GcRule::Union(rs) => Rule::Union(Union {
-            rules: rs
-                .iter()
-                .map(|x| gc_rule_proto(x).unwrap_or_default())
-                .collect(),
-        }),
-    };
-    Some(admin::GcRule { rule: Some(rule) })
-}
-
 /// A family's value type from the admin API.
 pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
     use admin::r#type::Kind;
@@ -378,41 +352,6 @@ pub fn value_type(t: Option<&admin::Type>) -> Result<ValueType, Status> {
             "column family value_type must be bytes or an aggregate (Sum, Min, Max, HLL)",
         )),
     }
-}
-
-/// A family's value type for the admin API.
-pub fn value_type_proto(v: ValueType) -> Option<admin::Type> {
-    use admin::r#type::aggregate::{Aggregator, HyperLogLogPlusPlusUniqueCount, Max, Min, Sum};
-    use admin::r#type::{Aggregate as Agg, Int64, Kind, int64};
-    let ValueType::Aggregate(kind) = v else {
-        return None;
-    };
-    let aggregator = match kind {
-        Aggregate::Sum => Aggregator::Sum(Sum {}),
-        Aggregate::Min => Aggregator::Min(Min {}),
-        Aggregate::Max => Aggregator::Max(Max {}),
-        Aggregate::HllCountDistinct => {
-            Aggregator::HllppUniqueCount(HyperLogLogPlusPlusUniqueCount {})
-        }
-    };
-    let int64 = admin::Type {
-        kind: Some(Kind::Int64Type(Int64 {
-            encoding: Some(int64::Encoding {
-                encoding: Some(int64::encoding::Encoding::BigEndianBytes(
-                    int64::encoding::BigEndianBytes::default(),
-                )),
-            }),
-        })),
-    };
-    // Almanac's aggregates all take int64 inputs (HLL also hashes raw bytes).
-    let input = Some(Box::new(int64.clone()));
-    Some(admin::Type {
-        kind: Some(Kind::AggregateType(Box::new(Agg {
-            input_type: input,
-            state_type: Some(Box::new(int64)),
-            aggregator: Some(aggregator),
-        }))),
-    })
 }
 
 /// A family definition from the admin API.

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use almanac_console::Metrics;
-use almanac_engine::clock::SystemClock;
+use almanac_engine::clock::{Clock, SystemClock};
 use almanac_engine::warning::WarningSink;
 use almanac_engine::{Durability, Engine, Options};
 use almanac_sql::{BigtableSources, SqlEngine};
@@ -91,6 +91,9 @@ pub struct NodeConfig {
     /// scheduled queries and batch loads): a remote Bigtable's store, or `None` for
     /// the embedded engine in the data directory.
     pub series_store: Option<SharedStore>,
+    /// The time the engine judges cell ages by and the time-series layer stamps and
+    /// windows with (tests run a node at a fixed instant).
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -120,6 +123,7 @@ impl NodeConfig {
             tls: None,
             min_free_bytes: almanac_engine::limits::DEFAULT_MIN_FREE_DISK_BYTES,
             series_store: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -171,6 +175,7 @@ impl Node {
             tls,
             min_free_bytes,
             series_store,
+            clock,
         } = config;
         // Sealing deletes rows of the embedded engine only when the series live there.
         let compact_after_seal = series_store.is_none();
@@ -183,6 +188,7 @@ impl Node {
             sweep_interval: Some(sweep_interval.max(Duration::from_secs(1))),
             undelete_window,
             on_warning,
+            clock: clock.clone(),
             count_access: key_visualizer,
             min_free_bytes,
             on_sync: Some({
@@ -211,7 +217,7 @@ impl Node {
         };
         let (engine, ts, sql, scheduled, batch) = tokio::task::spawn_blocking(move || {
             let remote = series_store.clone();
-            let (engine, ts) = open_store(&data_dir, options, series_store)?;
+            let (engine, ts) = open_store(&data_dir, options, series_store, clock.clone())?;
             // A remote instance's Bigtable tables are read from it, others from the engine.
             let mut tables = BigtableSources::embedded(Arc::new(engine.clone()));
             if let Some(store) = remote {
@@ -221,12 +227,12 @@ impl Node {
             let scheduled = Arc::new(almanac_jobs::ScheduledQueries::open(
                 sql.clone(),
                 ts.clone(),
-                Arc::new(SystemClock),
+                clock.clone(),
                 bucket_dir.clone(),
             )?);
             let batch = Arc::new(almanac_jobs::BatchLoads::open(
                 ts.clone(),
-                Arc::new(SystemClock),
+                clock.clone(),
                 bucket_dir,
             )?);
             Ok::<_, ServeError>((engine, ts, sql, scheduled, batch))
@@ -374,6 +380,7 @@ fn open_store(
     dir: &Path,
     options: Options,
     series_store: Option<SharedStore>,
+    clock: Arc<dyn Clock>,
 ) -> Result<(Engine, Arc<TimeSeries<SharedStore>>), ServeError> {
     let engine = Engine::open(dir, options).map_err(|source| ServeError::Open {
         dir: dir.to_path_buf(),
@@ -385,7 +392,7 @@ fn open_store(
             DEFAULT_INSTANCE,
         ))
     });
-    let ts = Arc::new(TimeSeries::open(Arc::new(store), Arc::new(SystemClock))?);
+    let ts = Arc::new(TimeSeries::open(Arc::new(store), clock)?);
     Ok((engine, ts))
 }
 
@@ -513,7 +520,7 @@ pub fn compact(dir: &Path) -> Result<Compaction, ServeError> {
         sweep_interval: None,
         ..Options::default()
     };
-    let (engine, ts) = open_store(dir, options, None)?;
+    let (engine, ts) = open_store(dir, options, None, Arc::new(SystemClock))?;
     let bytes_before = engine.disk_space()?;
     let sealed = ts.seal_all()?;
     engine.compact()?;

@@ -184,11 +184,14 @@ impl BigtableTable {
     ) -> Self {
         let history = versions.history;
         let versions = versions.for_granularity(info.granularity);
-        let families: Vec<(String, FamilyKind)> = info
+        // In name order, as the Admin API's schema (a map) lists them: a table has the
+        // same columns read from the engine and from a remote instance.
+        let mut families: Vec<(String, FamilyKind)> = info
             .families
             .iter()
             .map(|(name, spec)| (name.clone(), FamilyKind::of(spec.value_type)))
             .collect();
+        families.sort_by(|a, b| a.0.cmp(&b.0));
         let mut fields = vec![
             Field::new(KEY_COLUMN, DataType::Binary, false),
             Field::new(TIMESTAMP_COLUMN, timestamp_type(), true),

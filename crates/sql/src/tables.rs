@@ -94,7 +94,9 @@ impl BigtableSources {
             });
         }
         match &self.engine {
-            Some(engine) => Ok(Rows::Engine(Box::new(engine.read_rows(instance, table, req)?))),
+            Some(engine) => Ok(Rows::Engine(Box::new(
+                engine.read_rows(instance, table, req)?,
+            ))),
             None => Err(crate::Error::TableNotFound(format!(
                 "table not found: {instance}/tables/{table}"
             ))),
