@@ -155,13 +155,16 @@ def _writer(ledger: Ledger, client, rng: random.Random, times: list[int], versio
 
 
 def _stored_rows(backend: AlmanacServer) -> dict[str, list[bool]]:
-    """The backend's rows of the table by host: whether each holds a sealed block."""
+    """The backend's rows of points of the table by host (the series directory's rows,
+    keyed `@series`, left out): whether each holds a sealed block."""
     out: dict[str, list[bool]] = {}
     with emulator_env(backend.host):
         c = bigtable.Client(project=REMOTE.split("/")[1], admin=True)
         try:
             table = c.instance(REMOTE.split("/")[3]).table(f"{DB}.{TABLE}")
             for row in table.read_rows(filter_=row_filters.StripValueTransformerFilter(True)):
+                if row.row_key.startswith(b"@"):
+                    continue
                 host = row.row_key.split(b"#", 1)[1].split(b"@", 1)[0].decode()
                 out.setdefault(host, []).append("b" in row.cells)
         finally:

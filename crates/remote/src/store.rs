@@ -36,8 +36,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Write requests a front-end runs at once over a remote store: each spends most of its
 /// time waiting for the remote's answers, so many overlap on a few cores.
 pub const WRITE_CONCURRENCY: usize = 32;
-/// CheckAndMutateRow calls of one batch in flight at once.
-const CONDITIONAL_CONCURRENCY: usize = 64;
+/// Calls of one batch in flight at once (CheckAndMutateRows of a write, ReadRows of a
+/// query that reads each series' newest row).
+const CONCURRENT_CALLS: usize = 64;
 /// Worker threads of the store's runtime: calls wait on the network, and merging
 /// chunks into rows is light beside what the callers' own threads do with the rows.
 const RUNTIME_THREADS: usize = 2;
@@ -579,7 +580,7 @@ impl WideColumnStore for RemoteStore {
                 .collect();
             let mut running = tokio::task::JoinSet::new();
             for (i, request) in requests.into_iter().enumerate() {
-                if running.len() >= CONDITIONAL_CONCURRENCY
+                if running.len() >= CONCURRENT_CALLS
                     && let Some(Ok((j, r))) = running.join_next().await
                 {
                     out[j] = Some(r);
@@ -618,6 +619,25 @@ impl WideColumnStore for RemoteStore {
             req,
             visit,
         )
+    }
+
+    fn read_many(&self, table: &str, reqs: &[ReadRequest]) -> StoreResult<Vec<Vec<Row>>> {
+        let handle = self.runtime.handle()?;
+        let name = self.table_name(table);
+        let mut out = Vec::with_capacity(reqs.len());
+        for group in reqs.chunks(CONCURRENT_CALLS) {
+            // Every stream of the group starts before the first is drained.
+            let streams: Vec<read::Rows> = group
+                .iter()
+                .map(|req| {
+                    read::stream(handle, self.clients.data.clone(), name.clone(), req.clone())
+                })
+                .collect();
+            for rows in streams {
+                out.push(rows.collect::<StoreResult<Vec<Row>>>()?);
+            }
+        }
+        Ok(out)
     }
 
     fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {

@@ -22,6 +22,7 @@ use std::time::Duration;
 use almanac_engine::clock::{Clock, ManualClock, SystemClock};
 use almanac_engine::{Durability, Engine, Options};
 use almanac_remote::RemoteStore;
+use almanac_timeseries::query::scan_partials;
 use almanac_timeseries::{
     Dimension, EmbeddedStore, Layout, MeasureValue, NewTable, Pattern, Point, Record, Retention,
     Selection, SharedStore, TimeSeries,
@@ -142,6 +143,20 @@ fn sorted(ts: &TimeSeries<SharedStore>, table: &str, sel: &Selection) -> Vec<Str
     out
 }
 
+/// What an aggregate over whole buckets reads ([`scan_partials`]): sealed buckets by
+/// their summaries, edge buckets summarized, other points as they are.
+fn partials(ts: &TimeSeries<SharedStore>, table: &str, sel: &Selection) -> Vec<String> {
+    let meta = ts.describe_table("db1", table).expect("describe");
+    let mut out = Vec::new();
+    scan_partials(ts.store().as_ref(), &meta, sel, &mut |piece| {
+        out.push(format!("{piece:?}"));
+        ControlFlow::Continue(())
+    })
+    .expect("scan_partials");
+    out.sort();
+    out
+}
+
 fn latest(ts: &TimeSeries<SharedStore>, table: &str, sel: &Selection) -> Vec<String> {
     let (points, _) = ts.latest("db1", table, sel).expect("latest");
     let mut out: Vec<String> = points.iter().map(|p| format!("{p:?}")).collect();
@@ -171,6 +186,11 @@ fn same_reads(
     for sel in [Selection::default(), window, pinned] {
         let want = sorted(pair[0], table, &sel);
         assert_eq!(sorted(pair[1], table, &sel), want, "{ctx}: scan {sel:?}");
+        assert_eq!(
+            partials(pair[1], table, &sel),
+            partials(pair[0], table, &sel),
+            "{ctx}: partials {sel:?}"
+        );
         assert_eq!(
             latest(pair[1], table, &sel),
             latest(pair[0], table, &sel),

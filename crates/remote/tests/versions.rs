@@ -254,14 +254,18 @@ fn a_seal_racing_late_writes_loses_and_doubles_nothing() {
                 );
             }
         }
-        // One row is left: the block.
+        // One row of points is left: the block; and the series' directory row.
         let raw = store(&backend, &clock);
-        let mut rows = 0;
-        raw.read_rows(&meta.store_table, ReadRequest::default(), &mut |_| {
-            rows += 1;
+        let mut keys = Vec::new();
+        raw.read_rows(&meta.store_table, ReadRequest::default(), &mut |row| {
+            keys.push(row.key.to_vec());
             ControlFlow::Continue(())
         })
         .expect("read");
-        assert_eq!(rows, 1, "{table}: the bucket is one block row");
+        let (directory, points): (Vec<_>, Vec<_>) = keys
+            .iter()
+            .partition(|k| k.first() == Some(&almanac_timeseries::directory::DIRECTORY_PREFIX));
+        assert_eq!(points.len(), 1, "{table}: the bucket is one block row");
+        assert_eq!(directory.len(), 1, "{table}: one series in the directory");
     }
 }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use self::stored::{Expect, StoredRow};
 
+use crate::directory::Directory;
 use crate::error::{Error, Result};
 use crate::guard::GUARD_FAMILY;
 use crate::layout::Layout;
@@ -99,6 +100,11 @@ pub struct TableMeta {
     /// for tables created over a store other processes write too.
     #[serde(default)]
     pub guarded: bool,
+    /// The table keeps a directory of its series ([`crate::directory`]), so that a
+    /// query finds them in one read: set, like `guarded`, for tables created over a
+    /// store other processes write too, where every read is a round trip.
+    #[serde(default)]
+    pub indexed: bool,
     /// Creation time, ms since the epoch.
     pub created_ms: i64,
     /// Last update, ms since the epoch.
@@ -148,6 +154,8 @@ pub struct TableHandle {
     pub(crate) series: SeriesLocks,
     /// The buckets with row-form points, for the seal pass.
     pub(crate) unsealed: Unsealed,
+    /// The series this process registered in the table's directory.
+    pub(crate) directory: Directory,
 }
 
 impl TableHandle {
@@ -159,6 +167,7 @@ impl TableHandle {
             schema_lock: Mutex::new(()),
             series: SeriesLocks::default(),
             unsealed: Unsealed::default(),
+            directory: Directory::default(),
         })
     }
 
@@ -415,6 +424,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             sealed_before_ns: 0,
             summarized: true,
             guarded: self.store.other_writers(),
+            indexed: self.store.other_writers(),
             created_ms: now_ms,
             updated_ms: now_ms,
         };

@@ -31,6 +31,7 @@
 pub mod block;
 mod catalog;
 mod codec;
+pub mod directory;
 mod error;
 mod guard;
 mod keys;

@@ -52,3 +52,7 @@ pub const MAX_BUCKET_SECS: i64 = 7 * 24 * 3600;
 /// conditional write (guarded tables); then the request fails with a
 /// `ThrottlingException` and the client retries it.
 pub const MAX_WRITE_TRIES: usize = 16;
+/// Key ranges in one ReadRows of a query that reads many series' windows at once (a
+/// table with a series directory): 10,000 ranges of two ~100-byte keys keep a request
+/// near 2 MB, far below gRPC's message limit.
+pub const MAX_RANGES_PER_READ: usize = 10_000;

@@ -25,10 +25,12 @@ use almanac_engine::{ReadRequest, Row};
 use crate::block::{BlockColumns, BlockSummary, decode_block_columns};
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::named_prefix;
+use crate::directory;
 use crate::error::Result;
 use crate::guard::is_guard;
 use crate::keys::{self, selection_prefixes};
 use crate::layout::Pattern;
+use crate::limits::MAX_RANGES_PER_READ;
 use crate::model::{DimensionPair, Measures, Point};
 use crate::rows::{cell_ts_us, decode_row_projected, decode_row_within, dimensions_of};
 use crate::seal::{
@@ -132,7 +134,7 @@ pub fn key_ranges(meta: &TableMeta, sel: &Selection) -> RowSet {
         })
         .collect();
     if leading.is_empty() && sel.measure_name.is_none() {
-        return RowSet::all();
+        return crate::directory::all_points();
     }
     let measures: Vec<&str> = match &sel.measure_name {
         Some(m) => vec![m.as_str()],
@@ -376,6 +378,9 @@ fn scan_rows<S: WideColumnStore>(
         let _ = read_each(store, meta, req, on_row)?;
         return Ok(());
     }
+    if meta.indexed {
+        return scan_listed(store, meta, sel, row_filter, on_row);
+    }
     let mut ordinal = 0;
     for range in key_ranges(meta, sel).normalized() {
         let mut cursor = range.start.clone();
@@ -409,6 +414,54 @@ fn scan_rows<S: WideColumnStore>(
         }
     }
     Ok(())
+}
+
+/// [`scan_rows`] over a table with a series directory: the series from the directory
+/// (one read), then every window at once (one read of many ranges), instead of two
+/// reads per series: what keeps a query's round trips to a remote Bigtable constant.
+fn scan_listed<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    row_filter: Option<RowFilter>,
+    on_row: &mut OnRow<'_>,
+) -> Result<()> {
+    let series = listed_series(store, meta, sel)?;
+    let windows: Vec<RowRange> = series
+        .iter()
+        .enumerate()
+        .filter(|(ordinal, _)| Part::owns(sel.part, *ordinal))
+        .map(|(_, s)| time_range(meta, s, sel))
+        .collect();
+    for ranges in windows.chunks(MAX_RANGES_PER_READ) {
+        let req = ReadRequest {
+            rows: RowSet {
+                keys: Vec::new(),
+                ranges: ranges.to_vec(),
+            },
+            filter: row_filter.clone(),
+            ..ReadRequest::default()
+        };
+        if read_each(store, meta, req, on_row)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The series a selection reads, from the table's directory: the key ranges of its
+/// measure and dimensions, whatever its time window (one read).
+fn listed_series<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+) -> Result<Vec<Vec<u8>>> {
+    let any_time = Selection {
+        start_ns: 0,
+        end_ns: i64::MAX,
+        ..sel.clone()
+    };
+    directory::series_under(store, meta, &key_ranges(meta, &any_time))
 }
 
 /// One read, each row passed to `on_row`; `Break` when it stopped the read.
@@ -587,6 +640,15 @@ pub fn scan_partials<S: WideColumnStore>(
         },
         summaries,
     ]);
+    let edges = EdgeBuckets {
+        store,
+        meta,
+        sel,
+        filter: point_filter.map(|f| let_blocks_through(meta, f)),
+        now_us,
+        horizon_us,
+    };
+    let mut straddling: Vec<Vec<u8>> = Vec::new();
     scan_rows(store, meta, sel, Some(row_filter), &mut |row| {
         count_row(&mut stats, &row);
         let summary = row
@@ -615,13 +677,49 @@ pub fn scan_partials<S: WideColumnStore>(
         }
         // The bucket straddles the window: read the row again, block included, and
         // summarize the points inside the window (they share the bucket, so any group
-        // of whole buckets holds all of them).
+        // of whole buckets holds all of them). Over a series directory, every such row
+        // is read again at the end, in one read.
+        if meta.indexed {
+            straddling.push(row.key.to_vec());
+            return Ok(ControlFlow::Continue(()));
+        }
+        edges.read(vec![row.key.to_vec()], &mut stats, visit)
+    })?;
+    for keys in straddling.chunks(MAX_RANGES_PER_READ) {
+        if edges.read(keys.to_vec(), &mut stats, visit)?.is_break() {
+            break;
+        }
+    }
+    Ok(stats)
+}
+
+/// How [`scan_partials`] reads the sealed buckets that straddle its window's edges.
+struct EdgeBuckets<'a, S> {
+    store: &'a S,
+    meta: &'a TableMeta,
+    sel: &'a Selection,
+    /// The selection's filter, blocks let through.
+    filter: Option<RowFilter>,
+    now_us: i64,
+    horizon_us: i64,
+}
+
+impl<S: WideColumnStore> EdgeBuckets<'_, S> {
+    /// Reads the rows `keys` whole and visits, for each, a summary of its block's
+    /// points inside the window and its row-form points.
+    fn read(
+        &self,
+        keys: Vec<Vec<u8>>,
+        stats: &mut ScanStats,
+        visit: &mut dyn FnMut(Piece) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>> {
+        let (meta, sel, now_us, horizon_us) = (self.meta, self.sel, self.now_us, self.horizon_us);
         let req = ReadRequest {
             rows: RowSet {
-                keys: vec![row.key.to_vec()],
+                keys,
                 ranges: Vec::new(),
             },
-            filter: point_filter.clone().map(|f| let_blocks_through(meta, f)),
+            filter: self.filter.clone(),
             ..ReadRequest::default()
         };
         let mut whole_row = |row: Row| {
@@ -642,19 +740,10 @@ pub fn scan_partials<S: WideColumnStore>(
                     None => ControlFlow::Continue(()),
                 },
             };
-            visit_chunks(
-                meta,
-                sel,
-                &row,
-                now_us,
-                horizon_us,
-                &mut stats,
-                &mut visit_chunk,
-            )
+            visit_chunks(meta, sel, &row, now_us, horizon_us, stats, &mut visit_chunk)
         };
-        read_each(store, meta, req, &mut whole_row)
-    })?;
-    Ok(stats)
+        read_each(self.store, meta, req, &mut whole_row)
+    }
 }
 
 /// The first row from `start` to `end` that passes `filter`.
@@ -711,6 +800,9 @@ pub fn latest<S: WideColumnStore>(
     let mut stats = ScanStats::default();
     let filter = filter(meta, sel);
     let windowed = meta.layout.seal && (sel.start_ns > 0 || sel.end_ns < i64::MAX);
+    if meta.indexed {
+        return latest_listed(store, meta, sel, windowed);
+    }
     let ranges = key_ranges(meta, sel).normalized();
     let mut ordinal = 0;
     for range in ranges {
@@ -736,6 +828,71 @@ pub fn latest<S: WideColumnStore>(
                 Some(next) => cursor = Bound::Included(next),
                 None => break,
             }
+        }
+    }
+    Ok((out, stats))
+}
+
+/// [`latest`] over a table with a series directory: the series from the directory,
+/// then the newest row of each, all read at once ([`WideColumnStore::read_many`]).
+/// A series whose newest row in a window holds no selected point (a block that passes
+/// the filter whatever its times) is walked further alone, as [`latest`] walks it.
+fn latest_listed<S: WideColumnStore>(
+    store: &S,
+    meta: &TableMeta,
+    sel: &Selection,
+    windowed: bool,
+) -> Result<(Vec<Point<'static>>, ScanStats)> {
+    let mut stats = ScanStats::default();
+    let filter = filter(meta, sel);
+    let series: Vec<Vec<u8>> = listed_series(store, meta, sel)?
+        .into_iter()
+        .enumerate()
+        .filter(|(ordinal, _)| Part::owns(sel.part, *ordinal))
+        .map(|(_, s)| s)
+        .collect();
+    let newest_first = |range: RowRange| ReadRequest {
+        rows: RowSet {
+            keys: Vec::new(),
+            ranges: vec![range],
+        },
+        filter: filter.clone(),
+        limit: Some(1),
+        reversed: !meta.layout.reverse_time,
+    };
+    let reads: Vec<ReadRequest> = series
+        .iter()
+        .map(|s| {
+            newest_first(if windowed {
+                time_range(meta, s, sel)
+            } else {
+                RowRange::prefix(s)
+            })
+        })
+        .collect();
+    let now_us = store.now_us();
+    let mut out = Vec::new();
+    for (rows, s) in store
+        .read_many(&meta.store_table, &reads)?
+        .into_iter()
+        .zip(&series)
+    {
+        let Some(row) = rows.into_iter().next() else {
+            continue;
+        };
+        stats.rows += 1;
+        stats.cells += row.cells.len() as u64;
+        let best = decode_newest(meta, sel, &row, now_us)?
+            .into_iter()
+            .filter_map(|p| keep(sel, p))
+            .max_by_key(|p| p.time_ns);
+        let best = match best {
+            None if windowed => newest_in_window(store, meta, sel, s, &mut stats)?,
+            best => best,
+        };
+        if let Some(p) = best {
+            stats.points += 1;
+            out.push(p);
         }
     }
     Ok((out, stats))

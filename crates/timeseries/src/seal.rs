@@ -371,7 +371,7 @@ fn summarize_blocks<S: WideColumnStore>(
     };
     let mut block_rows: Vec<Vec<u8>> = Vec::new();
     let req = ReadRequest {
-        rows: RowSet::all(),
+        rows: crate::directory::all_points(),
         filter: blocks_only,
         ..ReadRequest::default()
     };
@@ -494,7 +494,7 @@ fn due_buckets<S: WideColumnStore>(
     let layout = &meta.layout;
 
     let req = ReadRequest {
-        rows: RowSet::all(),
+        rows: crate::directory::all_points(),
         // Row-form cells only: a row holding just a block (and its guard) is sealed.
         filter: Some(RowFilter::Chain(vec![
             RowFilter::FamilyNameRegex(format!("{MEASURE_FAMILY}|{META_FAMILY}")),

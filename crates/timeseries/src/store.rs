@@ -110,6 +110,14 @@ pub trait WideColumnStore: Send + Sync + 'static {
     /// ReadRows as rows the caller pulls, for a reader that walks two reads side by
     /// side; dropping the iterator ends the read.
     fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter>;
+    /// Several short reads (mind their limits: each is read whole), one list of rows
+    /// per request, in order. A remote store sends them at once, so a batch costs one
+    /// round trip.
+    fn read_many(&self, table: &str, reqs: &[ReadRequest]) -> StoreResult<Vec<Vec<Row>>> {
+        reqs.iter()
+            .map(|req| self.read_stream(table, req.clone())?.collect())
+            .collect()
+    }
 }
 
 /// One row's conditional change, as CheckAndMutateRow takes it.
@@ -201,6 +209,9 @@ impl WideColumnStore for SharedStore {
     }
     fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {
         self.as_ref().read_stream(table, req)
+    }
+    fn read_many(&self, table: &str, reqs: &[ReadRequest]) -> StoreResult<Vec<Vec<Row>>> {
+        self.as_ref().read_many(table, reqs)
     }
 }
 

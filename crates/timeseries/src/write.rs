@@ -247,6 +247,16 @@ fn write_once<S: WideColumnStore>(
             (i, point, place, magnetic)
         })
         .collect();
+    // The series are in the table's directory before any of their points is stored.
+    if meta.indexed {
+        handle.directory.register(
+            catalog.store().as_ref(),
+            &meta,
+            points
+                .iter()
+                .map(|(_, p, pl, _)| (&pl.row[..pl.series_len], p.time_ns)),
+        )?;
+    }
     let series = &handle.series;
     let locks = series.lock(
         points
