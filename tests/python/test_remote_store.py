@@ -191,12 +191,27 @@ def test_timestream_over_an_almanac_backend(almanac_bin, tmp_path, _aws_env):
         assert backend.stop() == 0
 
 
+def _wait_for_port(port: int, timeout_s: float = 10.0) -> None:
+    """Waits until something accepts connections on 127.0.0.1:`port`."""
+    import socket
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on port {port}"
+            time.sleep(0.05)
+
+
 @pytest.mark.skipif(not os.path.exists(EMULATOR), reason="the Cloud SDK's cbtemulator is not installed")
 def test_timestream_over_the_cloud_sdk_emulator(almanac_bin, tmp_path, _aws_env):
     port = free_port()
     emulator = subprocess.Popen([EMULATOR, "-host", "127.0.0.1", "-port", str(port)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        _wait_for_port(port)
         front = _front_end(almanac_bin, tmp_path, "front", f"127.0.0.1:{port}")
         try:
             _write_and_read(front, "cpu_emulated")
@@ -226,3 +241,78 @@ def test_bad_remote_flags_are_refused_by_name(almanac_bin, tmp_path):
     assert bad_name.returncode != 0 and "projects/PROJECT/instances/INSTANCE" in bad_name.stderr
     dead = serve("--bigtable", REMOTE, "--bigtable-endpoint", f"127.0.0.1:{free_port()}")
     assert dead.returncode != 0 and "cannot reach the Bigtable endpoint" in dead.stderr
+
+
+def test_a_front_ends_bigtable_endpoint_is_the_remote_instance(almanac_bin, tmp_path):
+    """Google's client against a front-end's `--addr` reaches the backend's instance: a
+    table made and written through the front-end is the backend's, and the time-series
+    tables are there to read. With principals defined, only an administrator of
+    everything may use it (the backend sees the front-end's credentials)."""
+    import grpc
+    from google.api_core import exceptions
+    from google.cloud.bigtable_admin_v2 import BigtableTableAdminClient
+    from google.cloud.bigtable_admin_v2.services.bigtable_table_admin.transports import (
+        BigtableTableAdminGrpcTransport,
+    )
+
+    backend = AlmanacServer(almanac_bin, data_dir=tmp_path / "backend", log_dir=tmp_path,
+                            timestream=False)
+    backend.start()
+    front = _front_end(almanac_bin, tmp_path, "front", backend.host)
+    try:
+        with emulator_env(front.host):
+            client = bigtable.Client(project="remote", admin=True)
+            try:
+                from google.cloud.bigtable import column_family
+
+                table = client.instance("series").table("through_front")
+                table.create(column_families={"cf": column_family.MaxVersionsGCRule(1)})
+                row = table.direct_row(b"k1")
+                row.set_cell("cf", b"q", b"v1")
+                row.commit()
+                assert table.read_row(b"k1").cells["cf"][b"q"][0].value == b"v1"
+            finally:
+                client.close()
+        with emulator_env(backend.host):
+            client = bigtable.Client(project="remote", admin=True)
+            try:
+                table = client.instance("series").table("through_front")
+                assert table.read_row(b"k1").cells["cf"][b"q"][0].value == b"v1"
+            finally:
+                client.close()
+        assert "through_front" in _backend_tables(front.host)
+    finally:
+        assert front.stop() == 0
+
+    # Principals on a front-end: its Bigtable endpoint is for administrators only.
+    data = tmp_path / "secured-front"
+    tokens = {}
+    for name, role in [("boss", "admin"), ("viewer", "reader")]:
+        done = subprocess.run([almanac_bin, "auth", "create-principal", name, "--role", role,
+                               "--data-dir", str(data)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        import json
+        tokens[name] = json.loads(done.stdout)["token"]
+    secured = AlmanacServer(
+        almanac_bin, data_dir=data, log_dir=tmp_path,
+        extra_args=("--bigtable", REMOTE, "--bigtable-endpoint", backend.host),
+    )
+    secured.start()
+    channel = grpc.insecure_channel(secured.host)
+    admin = BigtableTableAdminClient(transport=BigtableTableAdminGrpcTransport(channel=channel))
+    try:
+        def tables(token: str | None) -> set[str]:
+            metadata = [("authorization", f"Bearer {token}")] if token else []
+            listed = admin.list_tables(parent=REMOTE, retry=None, metadata=metadata)
+            return {t.name.rsplit("/", 1)[1] for t in listed}
+
+        assert "through_front" in tables(tokens["boss"])
+        with pytest.raises(exceptions.PermissionDenied, match="viewer"):
+            tables(tokens["viewer"])
+        with pytest.raises(exceptions.Unauthenticated):
+            tables(None)
+    finally:
+        channel.close()
+        assert secured.stop() == 0
+        assert backend.stop() == 0

@@ -122,7 +122,7 @@ fn series_store(
     bigtable: Option<&String>,
     bigtable_endpoint: Option<&str>,
     bigtable_ca_cert: Option<&PathBuf>,
-) -> anyhow::Result<Option<SharedStore>> {
+) -> anyhow::Result<Option<RemoteStore>> {
     let Some(instance) = bigtable else {
         return Ok(None);
     };
@@ -162,7 +162,7 @@ fn series_store(
     let described = target.to_string();
     let store = RemoteStore::connect_to(instance, target)
         .with_context(|| format!("connecting to --bigtable {instance} at {described}"))?;
-    Ok(Some(Arc::new(store)))
+    Ok(Some(store))
 }
 
 /// Refuses plain text on any listener reachable from other machines, unless told
@@ -230,8 +230,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         (Some(_), None) => format!("{series_instance} on Cloud Bigtable"),
         (None, _) => series_instance,
     };
+    let forward_bigtable = remote.as_ref().map(RemoteStore::forwarder);
     let config = NodeConfig {
-        series_store: remote,
+        series_store: remote.map(|s| Arc::new(s) as SharedStore),
+        forward_bigtable,
         durability: args.fsync,
         sweep_interval: Duration::from_secs(args.sweep_secs),
         seal_interval: (args.seal_secs > 0).then(|| Duration::from_secs(args.seal_secs)),

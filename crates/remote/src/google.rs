@@ -69,6 +69,17 @@ fn refresh_wait(token: &Token) -> Duration {
 }
 
 impl Auth {
+    /// The current `authorization` header's value, if there are credentials.
+    pub(crate) fn header(&self) -> Option<tonic::codegen::http::HeaderValue> {
+        let value = self
+            .header
+            .as_ref()?
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        tonic::codegen::http::HeaderValue::from_bytes(value.as_encoded_bytes()).ok()
+    }
+
     /// Finds Google credentials and fetches a first token (an error names what was
     /// tried), then keeps the token fresh on the current runtime for as long as the
     /// returned interceptor (or a clone) lives.

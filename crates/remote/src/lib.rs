@@ -21,12 +21,16 @@
 //! 5. A final status becomes the engine's error of the same class (`retry.rs`), so the
 //!    server maps it to the wire as it does the embedded engine's.
 //!
+//! A front-end's own Bigtable endpoint passes its calls to the remote over the same
+//! connections and credentials ([`forward`]).
+//!
 //! ## Invariants
 //! - A retried MutateRows never sends a server-timestamped or aggregate mutation twice.
 //! - A resumed read never sends an empty row set (which would read the whole table).
 //! - Writes are durable when the remote Bigtable acknowledges them: `sync` has nothing
 //!   to wait for.
 
+pub mod forward;
 pub mod google;
 mod merge;
 mod mutate;

@@ -27,6 +27,7 @@ use tonic::Status;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use crate::forward::Forwarder;
 use crate::google::Auth;
 use crate::retry::{self, ATTEMPT_TIMEOUT, Backoff, Call};
 use crate::{mutate, read, wire};
@@ -128,6 +129,7 @@ pub struct RemoteStore {
     instance: String,
     endpoint: String,
     clients: Clients,
+    forwarder: Forwarder,
     runtime: Runtime,
     clock: Arc<dyn Clock>,
 }
@@ -222,6 +224,11 @@ impl RemoteStore {
                 }
             }
         })??;
+        let forwarder = Forwarder {
+            data: data.clone(),
+            admin: admin.clone(),
+            auth: auth.clone(),
+        };
         let clients = Clients {
             data: BigtableClient::with_interceptor(data, auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -234,9 +241,16 @@ impl RemoteStore {
             instance: instance.to_string(),
             endpoint: described,
             clients,
+            forwarder,
             runtime,
             clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The connections and credentials to pass a front-end's own Bigtable calls on
+    /// with ([`crate::forward`]).
+    pub fn forwarder(&self) -> Forwarder {
+        self.forwarder.clone()
     }
 
     /// The store judging cell ages by `clock` instead of the system's (tests move it).

@@ -40,6 +40,7 @@ mod convert;
 mod crc32c;
 mod data;
 mod execute_query;
+mod forwarded;
 mod grants;
 mod iam;
 mod instance;
@@ -172,6 +173,88 @@ pub async fn serve(
     metrics: std::sync::Arc<almanac_console::Metrics>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
+    let (data, table_admin, instance_admin) = engine_services(engine, sql, gate, &metrics)?;
+    let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
+        tonic::transport::Server::builder()
+            .initial_stream_window_size(STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+            .max_frame_size(MAX_FRAME_BYTES)
+            .add_service(data.clone())
+            .add_service(table_admin.clone())
+            .add_service(instance_admin.clone())
+            .serve_with_incoming_shutdown(incoming, stop)
+    })?
+    .with_metrics(metrics);
+    shards.accept(bound.listener, shutdown).await;
+    shards.join().await?;
+    Ok(())
+}
+
+/// Serves the Bigtable APIs of a front-end over a remote Bigtable until `shutdown`
+/// completes: every call passed on to the remote instance ([`almanac_remote::forward`]),
+/// after the caller is authenticated and, with principals defined, found to be an
+/// administrator of everything ([`forwarded::AdminsOnly`]), since the remote sees the
+/// front-end's credentials, not the caller's.
+pub async fn serve_forwarded(
+    forwarder: &almanac_remote::forward::Forwarder,
+    bound: Bound,
+    tls: Option<&almanac_console::TlsIdentity>,
+    gate: &std::sync::Arc<auth::Gate>,
+    metrics: std::sync::Arc<almanac_console::Metrics>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
+    let data = Measured::new(
+        Authenticated::new(forwarded::AdminsOnly::new(forwarder.data()), gate),
+        &metrics,
+    );
+    let table_admin = Measured::new(
+        Authenticated::new(forwarded::AdminsOnly::new(forwarder.table_admin()), gate),
+        &metrics,
+    );
+    let instance_admin = Measured::new(
+        Authenticated::new(forwarded::AdminsOnly::new(forwarder.instance_admin()), gate),
+        &metrics,
+    );
+    let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
+        tonic::transport::Server::builder()
+            .initial_stream_window_size(STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+            .max_frame_size(MAX_FRAME_BYTES)
+            .add_service(data.clone())
+            .add_service(table_admin.clone())
+            .add_service(instance_admin.clone())
+            .serve_with_incoming_shutdown(incoming, stop)
+    })?
+    .with_metrics(metrics);
+    shards.accept(bound.listener, shutdown).await;
+    shards.join().await?;
+    Ok(())
+}
+
+/// The engine's Bigtable services, each measured and authenticated.
+#[expect(clippy::type_complexity, reason = "three concrete service stacks")]
+fn engine_services(
+    engine: Engine,
+    sql: std::sync::Arc<almanac_sql::SqlEngine>,
+    gate: &std::sync::Arc<auth::Gate>,
+    metrics: &std::sync::Arc<almanac_console::Metrics>,
+) -> Result<
+    (
+        Measured<Authenticated<NameUnimplemented<BigtableServer<data::DataService>>>>,
+        Measured<
+            Authenticated<NameUnimplemented<BigtableTableAdminServer<admin::TableAdminService>>>,
+        >,
+        Measured<
+            Authenticated<
+                NameUnimplemented<BigtableInstanceAdminServer<instance::InstanceAdminService>>,
+            >,
+        >,
+    ),
+    ServeError,
+> {
+    let metrics = metrics.clone();
     let data = data::DataService::new(engine.clone(), sql, tokio::runtime::Handle::current())
         .map_err(ServeError::Committer)?;
     let data = Measured::new(
@@ -208,19 +291,5 @@ pub async fn serve(
         ),
         &metrics,
     );
-    let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
-    let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
-        tonic::transport::Server::builder()
-            .initial_stream_window_size(STREAM_WINDOW_BYTES)
-            .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
-            .max_frame_size(MAX_FRAME_BYTES)
-            .add_service(data.clone())
-            .add_service(table_admin.clone())
-            .add_service(instance_admin.clone())
-            .serve_with_incoming_shutdown(incoming, stop)
-    })?
-    .with_metrics(metrics);
-    shards.accept(bound.listener, shutdown).await;
-    shards.join().await?;
-    Ok(())
+    Ok((data, table_admin, instance_admin))
 }

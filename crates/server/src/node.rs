@@ -94,6 +94,9 @@ pub struct NodeConfig {
     /// The time the engine judges cell ages by and the time-series layer stamps and
     /// windows with (tests run a node at a fixed instant).
     pub clock: Arc<dyn Clock>,
+    /// With a remote store: the Bigtable APIs on `grpc_addr` pass every call to the
+    /// remote instance ([`crate::serve_forwarded`]) instead of serving the engine.
+    pub forward_bigtable: Option<almanac_remote::forward::Forwarder>,
 }
 
 /// The bucket directory under a data directory, by default.
@@ -124,6 +127,7 @@ impl NodeConfig {
             min_free_bytes: almanac_engine::limits::DEFAULT_MIN_FREE_DISK_BYTES,
             series_store: None,
             clock: Arc::new(SystemClock),
+            forward_bigtable: None,
         }
     }
 }
@@ -148,6 +152,7 @@ pub struct Node {
     metrics: Arc<Metrics>,
     tls: Option<almanac_console::TlsIdentity>,
     gate: Arc<crate::auth::Gate>,
+    forward_bigtable: Option<almanac_remote::forward::Forwarder>,
 }
 
 /// Seconds between two closings of Key Visualizer's steps ([`Engine::roll_access`]).
@@ -176,6 +181,7 @@ impl Node {
             min_free_bytes,
             series_store,
             clock,
+            forward_bigtable,
         } = config;
         // Sealing deletes rows of the embedded engine only when the series live there.
         let compact_after_seal = series_store.is_none();
@@ -262,6 +268,7 @@ impl Node {
             metrics,
             tls,
             gate,
+            forward_bigtable,
         })
     }
 
@@ -331,19 +338,35 @@ impl Node {
             stopped(stop_rx),
         ));
         let stop = &stop_tx;
-        let grpc = crate::serve(
-            self.engine.clone(),
-            self.sql,
-            self.grpc,
-            self.tls.as_ref(),
-            &self.gate,
-            self.metrics,
-            async move {
-                shutdown.await;
-                let _ = stop.send(true);
-            },
-        )
-        .await;
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        let grpc = match &self.forward_bigtable {
+            Some(forwarder) => {
+                crate::serve_forwarded(
+                    forwarder,
+                    self.grpc,
+                    self.tls.as_ref(),
+                    &self.gate,
+                    self.metrics,
+                    shutdown,
+                )
+                .await
+            }
+            None => {
+                crate::serve(
+                    self.engine.clone(),
+                    self.sql,
+                    self.grpc,
+                    self.tls.as_ref(),
+                    &self.gate,
+                    self.metrics,
+                    shutdown,
+                )
+                .await
+            }
+        };
         // gRPC also ends on a transport failure: stop the rest too, and flush whatever
         // happened before reporting the first failure.
         let _ = stop_tx.send(true);
