@@ -183,5 +183,39 @@ fn two_front_ends_agree_on_the_catalog() {
             .expect("list")
             .is_empty()
     );
+
+    // Deleted and made again through one front-end under the same name (and the same
+    // Bigtable table), it is a new table for the other, which had written the old one:
+    // a series registered in the old table's directory is registered again, so queries
+    // find it.
+    b.create_table("db1", "cpu", new()).expect("create again");
+    std::thread::sleep(REFRESH_AFTER);
+    let series = [("host", "h0")];
+    a.write_records("db1", "cpu", None, &[record(&series, now_ms - 1, 6.0)])
+        .expect("write into the second table");
+    b.delete_table("db1", "cpu").expect("delete again");
+    b.create_table("db1", "cpu", new())
+        .expect("create a third time");
+    std::thread::sleep(REFRESH_AFTER);
+    a.write_records("db1", "cpu", None, &[record(&series, now_ms, 7.0)])
+        .expect("write into the third table");
+    let window = Selection {
+        start_ns: (now_ms - 60_000) * 1_000_000,
+        end_ns: (now_ms + 60_000) * 1_000_000,
+        ..Selection::default()
+    };
+    for ts in [&a, &b] {
+        let mut found = Vec::new();
+        ts.scan("db1", "cpu", &window, &mut |p| {
+            found.push(p.time_ns);
+            ControlFlow::Continue(())
+        })
+        .expect("scan");
+        assert_eq!(
+            found,
+            vec![now_ms * 1_000_000],
+            "the third table's one point"
+        );
+    }
     drop(backend);
 }

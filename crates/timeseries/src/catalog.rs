@@ -105,6 +105,11 @@ pub struct TableMeta {
     /// store other processes write too, where every read is a round trip.
     #[serde(default)]
     pub indexed: bool,
+    /// A token drawn when the table was made: with `created_ms` and `store_table`, tells
+    /// this table from one deleted and made again under its name
+    /// ([`TableMeta::same_table`]). Empty in tables made before it existed.
+    #[serde(default)]
+    pub incarnation: String,
     /// Creation time, ms since the epoch.
     pub created_ms: i64,
     /// Last update, ms since the epoch.
@@ -112,6 +117,14 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
+    /// Whether `other` describes the same table, not one deleted and made again under
+    /// the same name (which may reuse the same Bigtable table id).
+    pub fn same_table(&self, other: &TableMeta) -> bool {
+        self.store_table == other.store_table
+            && self.created_ms == other.created_ms
+            && self.incarnation == other.incarnation
+    }
+
     /// The families of the table's Bigtable table.
     pub fn families(&self) -> Vec<&'static str> {
         let mut out = vec![MEASURE_FAMILY, META_FAMILY];
@@ -267,7 +280,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
                 let t: TableMeta = serde_json::from_slice(&row.json).map_err(corrupt)?;
                 let name = (t.database.clone(), t.name.clone());
                 let handle = match st.tables.get(&name) {
-                    Some(h) if h.meta().store_table == t.store_table => {
+                    Some(h) if h.meta().same_table(&t) => {
                         h.set_meta(t, row.generation, now_ms);
                         Arc::clone(h)
                     }
@@ -334,8 +347,9 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             Some(StoredRow { json, generation }) => {
                 let fresh: TableMeta = serde_json::from_slice(&json).map_err(corrupt)?;
                 // A table deleted and made again elsewhere is another table: its
-                // handle (series marks, unsealed buckets) must not carry over.
-                if fresh.store_table == meta.store_table {
+                // handle (series marks, unsealed buckets, registered series) must not
+                // carry over.
+                if meta.same_table(&fresh) {
                     handle.set_meta(fresh, generation, self.now_ms());
                     return Ok(());
                 }
@@ -425,6 +439,7 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             summarized: true,
             guarded: self.store.other_writers(),
             indexed: self.store.other_writers(),
+            incarnation: String::from_utf8_lossy(&crate::guard::fresh_token()).into_owned(),
             created_ms: now_ms,
             updated_ms: now_ms,
         };
