@@ -175,20 +175,14 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
     let (data, table_admin, instance_admin) = engine_services(engine, sql, gate, &metrics)?;
-    let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
-        tonic::transport::Server::builder()
-            .initial_stream_window_size(STREAM_WINDOW_BYTES)
-            .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
-            .max_frame_size(MAX_FRAME_BYTES)
-            .add_service(data.clone())
-            .add_service(table_admin.clone())
-            .add_service(instance_admin.clone())
-            .serve_with_incoming_shutdown(incoming, stop)
-    })?
-    .with_metrics(metrics);
-    shards.accept(bound.listener, shutdown).await;
-    shards.join().await?;
-    Ok(())
+    serve_apis(
+        (data, table_admin, instance_admin),
+        bound,
+        tls,
+        metrics,
+        shutdown,
+    )
+    .await
 }
 
 /// Serves the Bigtable APIs of a front-end over a remote Bigtable until `shutdown`
@@ -217,6 +211,54 @@ pub async fn serve_forwarded(
         Authenticated::new(forwarded::AdminsOnly::new(forwarder.instance_admin()), gate),
         &metrics,
     );
+    serve_apis(
+        (data, table_admin, instance_admin),
+        bound,
+        tls,
+        metrics,
+        shutdown,
+    )
+    .await
+}
+
+/// A gRPC service the server can host.
+trait Api:
+    tonic::codegen::Service<
+        tonic::codegen::http::Request<tonic::body::Body>,
+        Response = tonic::codegen::http::Response<tonic::body::Body>,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + tonic::server::NamedService
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> Api for S where
+    S: tonic::codegen::Service<
+            tonic::codegen::http::Request<tonic::body::Body>,
+            Response = tonic::codegen::http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Serves the Data, Table Admin and Instance Admin APIs on `bound`'s connections,
+/// spread over [`shards`], until `shutdown` completes.
+async fn serve_apis(
+    (data, table_admin, instance_admin): (impl Api, impl Api, impl Api),
+    bound: Bound,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    metrics: std::sync::Arc<almanac_console::Metrics>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let shards = Shards::start(shards::shard_count(), tls, move |incoming, stop| {
         tonic::transport::Server::builder()
             .initial_stream_window_size(STREAM_WINDOW_BYTES)
