@@ -19,7 +19,7 @@ use almanac_api::google::bigtable::v2::bigtable_client::BigtableClient;
 use almanac_engine::clock::{Clock, SystemClock};
 use almanac_engine::filter::RowFilter;
 use almanac_engine::limits::MAX_MESSAGE_BYTES;
-use almanac_engine::mutation::Mutation;
+use almanac_engine::mutation::{Mutation, ReadModifyWriteRule};
 use almanac_engine::schema::{FamilySpec, GcRule, Granularity, TableInfo, TableSpec};
 use almanac_engine::{Error, ReadRequest, Row, RowMutations};
 use almanac_timeseries::{Conditional, RowIter, StoreResult, WideColumnStore};
@@ -369,6 +369,32 @@ fn check_request(
     }
 }
 
+/// One SampleRowKeys stream, read whole within [`ATTEMPT_TIMEOUT`].
+async fn sample_once(
+    mut client: DataClient,
+    table_name: &str,
+) -> Result<Vec<(Vec<u8>, u64)>, Status> {
+    let request = routed(
+        data::SampleRowKeysRequest {
+            table_name: table_name.to_string(),
+            ..Default::default()
+        },
+        table_name,
+    );
+    let read = async {
+        let mut stream = client.sample_row_keys(request).await?.into_inner();
+        let mut samples = Vec::new();
+        while let Some(s) = stream.message().await? {
+            let offset = u64::try_from(s.offset_bytes).unwrap_or(0);
+            samples.push((s.row_key.to_vec(), offset));
+        }
+        Ok(samples)
+    };
+    tokio::time::timeout(ATTEMPT_TIMEOUT, read)
+        .await
+        .unwrap_or_else(|_| Err(retry::timed_out()))
+}
+
 /// One CheckAndMutateRow: whether the predicate matched.
 async fn check_and_mutate_row(
     client: DataClient,
@@ -652,6 +678,63 @@ impl WideColumnStore for RemoteStore {
             }
         }
         Ok(out)
+    }
+
+    fn read_modify_write(
+        &self,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> StoreResult<Row> {
+        let table_name = self.table_name(table);
+        let request = data::ReadModifyWriteRowRequest {
+            table_name: table_name.clone(),
+            row_key: key.to_vec().into(),
+            rules: rules.iter().map(wire::read_modify_write_rule).collect(),
+            ..Default::default()
+        };
+        let call = Call {
+            rpc: "ReadModifyWriteRow",
+            table: table_name.clone(),
+        };
+        let client = self.clients.data.clone();
+        // Not retried: a try that went through would append or add twice.
+        let answer = self.run(unary(client, false, move |mut c| {
+            let r = routed(request.clone(), &table_name);
+            async move { c.read_modify_write_row(r).await }
+        }))?;
+        let row = answer.map_err(|s| retry::store_error(&s, &call))?.row;
+        Ok(row.map(wire::row_of).unwrap_or_else(|| Row {
+            key: key.to_vec(),
+            cells: Vec::new(),
+        }))
+    }
+
+    fn sample_row_keys(&self, table: &str) -> StoreResult<Vec<(Vec<u8>, u64)>> {
+        let table_name = self.table_name(table);
+        let call = Call {
+            rpc: "SampleRowKeys",
+            table: table_name.clone(),
+        };
+        let client = self.clients.data.clone();
+        let answer = self.run(async move {
+            let mut backoff = Backoff::new();
+            loop {
+                let status = match sample_once(client.clone(), &table_name).await {
+                    Ok(samples) => return Ok(samples),
+                    Err(status) => status,
+                };
+                // Idempotent: a failed stream is asked again whole.
+                if !retry::retryable(&status) {
+                    return Err(status);
+                }
+                match backoff.next_wait() {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => return Err(status),
+                }
+            }
+        })?;
+        answer.map_err(|s| retry::store_error(&s, &call))
     }
 
     fn read_stream(&self, table: &str, req: ReadRequest) -> StoreResult<RowIter> {

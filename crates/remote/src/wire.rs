@@ -4,13 +4,15 @@
 //! requests the other way.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use almanac_api::google::bigtable::admin::v2 as admin;
 use almanac_api::google::bigtable::v2 as data;
 use almanac_engine::filter::RowFilter;
-use almanac_engine::mutation::{AggregateInput, Mutation};
+use almanac_engine::mutation::{AggregateInput, Mutation, ReadModifyWriteOp, ReadModifyWriteRule};
 use almanac_engine::rowset::{RowRange, RowSet};
 use almanac_engine::schema::{Aggregate, FamilySpec, GcRule, Granularity, TableInfo, ValueType};
+use almanac_engine::{Cell, Row};
 
 /// Microseconds in a second.
 const MICROS_PER_SEC: i64 = 1_000_000;
@@ -67,6 +69,44 @@ pub fn value_type(v: ValueType) -> Option<admin::Type> {
             aggregator: Some(aggregator),
         }))),
     })
+}
+
+/// One rule of ReadModifyWriteRow.
+pub fn read_modify_write_rule(r: &ReadModifyWriteRule) -> data::ReadModifyWriteRule {
+    use data::read_modify_write_rule::Rule;
+    data::ReadModifyWriteRule {
+        family_name: r.family.clone(),
+        column_qualifier: r.qualifier.clone().into(),
+        rule: Some(match &r.op {
+            ReadModifyWriteOp::Append(bytes) => Rule::AppendValue(bytes.clone().into()),
+            ReadModifyWriteOp::Increment(n) => Rule::IncrementAmount(*n),
+        }),
+    }
+}
+
+/// The row a ReadModifyWriteRow answered, as the engine's row (cells in the order the
+/// service lists them: family, column, newest first).
+pub fn row_of(row: data::Row) -> Row {
+    let mut cells = Vec::new();
+    for family in row.families {
+        let name: Arc<str> = Arc::from(family.name.as_str());
+        for column in family.columns {
+            let qualifier: Arc<[u8]> = Arc::from(&column.qualifier[..]);
+            for cell in column.cells {
+                cells.push(Cell {
+                    family: Arc::clone(&name),
+                    qualifier: Arc::clone(&qualifier),
+                    timestamp_us: cell.timestamp_micros,
+                    value: cell.value.to_vec(),
+                    labels: cell.labels,
+                });
+            }
+        }
+    }
+    Row {
+        key: row.key.to_vec(),
+        cells,
+    }
 }
 
 /// A table's schema as GetTable (`SCHEMA_VIEW`) answered it: families in name order

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use almanac_engine::clock::{Clock, ManualClock, SystemClock};
 use almanac_engine::filter::RowFilter;
-use almanac_engine::mutation::Mutation;
+use almanac_engine::mutation::{Mutation, ReadModifyWriteRule};
 use almanac_engine::schema::{GcRule, TableInfo};
 use almanac_engine::{ReadRequest, Row, RowMutations};
 use almanac_remote::RemoteStore;
@@ -93,6 +93,17 @@ impl WideColumnStore for Counting {
     }
     fn other_writers(&self) -> bool {
         self.inner.other_writers()
+    }
+    fn read_modify_write(
+        &self,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> StoreResult<Row> {
+        self.inner.read_modify_write(table, key, rules)
+    }
+    fn sample_row_keys(&self, table: &str) -> StoreResult<Vec<(Vec<u8>, u64)>> {
+        self.inner.sample_row_keys(table)
     }
     fn read_rows(
         &self,

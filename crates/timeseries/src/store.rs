@@ -11,7 +11,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use almanac_engine::filter::RowFilter;
-use almanac_engine::mutation::Mutation;
+use almanac_engine::mutation::{Mutation, ReadModifyWriteRule};
+use almanac_engine::rowset::RowRange;
 use almanac_engine::schema::{FamilyChange, FamilySpec, GcRule, Granularity, TableInfo, TableSpec};
 use almanac_engine::{Engine, ReadRequest, Row, RowMutations};
 
@@ -99,6 +100,18 @@ pub trait WideColumnStore: Send + Sync + 'static {
     fn write_concurrency(&self) -> usize {
         std::thread::available_parallelism().map_or(1, usize::from)
     }
+    /// ReadModifyWriteRow: appends to or increments the latest cell of each rule's
+    /// column, atomically; returns the row with the new cells of the changed columns.
+    fn read_modify_write(
+        &self,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> StoreResult<Row>;
+    /// SampleRowKeys: `(row key, bytes of the table before it)` pairs that split the
+    /// table into pieces of roughly equal size, in key order, the last one the empty
+    /// key (the end of the table) with the table's size.
+    fn sample_row_keys(&self, table: &str) -> StoreResult<Vec<(Vec<u8>, u64)>>;
     /// ReadRows: rows in key order (or reversed), each passed to `visit` until it
     /// returns `Break`.
     fn read_rows(
@@ -212,6 +225,17 @@ impl WideColumnStore for SharedStore {
     }
     fn read_many(&self, table: &str, reqs: &[ReadRequest]) -> StoreResult<Vec<Vec<Row>>> {
         self.as_ref().read_many(table, reqs)
+    }
+    fn read_modify_write(
+        &self,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> StoreResult<Row> {
+        self.as_ref().read_modify_write(table, key, rules)
+    }
+    fn sample_row_keys(&self, table: &str) -> StoreResult<Vec<(Vec<u8>, u64)>> {
+        self.as_ref().sample_row_keys(table)
     }
 }
 
@@ -362,5 +386,20 @@ impl WideColumnStore for EmbeddedStore {
             table,
             req,
         )?))
+    }
+
+    fn read_modify_write(
+        &self,
+        table: &str,
+        key: &[u8],
+        rules: &[ReadModifyWriteRule],
+    ) -> StoreResult<Row> {
+        self.engine
+            .read_modify_write(&self.instance, table, key, rules)
+    }
+
+    fn sample_row_keys(&self, table: &str) -> StoreResult<Vec<(Vec<u8>, u64)>> {
+        self.engine
+            .sample_row_keys(&self.instance, table, &RowRange::all())
     }
 }
