@@ -264,11 +264,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let node = Node::start(config).await?;
         let (grpc, ts) = (node.grpc_addr(), node.timestream_addr());
-        let how = if args.tls_cert.is_some() {
+        let mut how = if args.tls_cert.is_some() {
             "Bigtable gRPC over TLS".to_string()
         } else {
             format!("Bigtable gRPC; export BIGTABLE_EMULATOR_HOST={grpc}")
         };
+        if args.bigtable.is_some() {
+            how.push_str(&format!("; every call passed to {series_where}"));
+        }
         eprintln!(
             "almanac: listening on {grpc} ({how}), data in {}, fsync={:?}",
             dir.display(),

@@ -401,11 +401,13 @@ impl Producer for BigtableScan {
                 rows = 0;
             }
         }
+        // Counted before the last batch goes: once a consumer holds every row (a
+        // LIMIT met), the query may end and report its counters at once.
+        let (rows_read, cells_read, rows_out) = stream.stats();
+        self.counters.add(rows_read, cells_read, rows_out);
         if rows > 0 {
             flush(&mut builders, rows)?;
         }
-        let (rows_read, cells_read, rows_out) = stream.stats();
-        self.counters.add(rows_read, cells_read, rows_out);
         Ok(())
     }
 }
