@@ -9,6 +9,7 @@ when it is installed. Nothing here talks to anything but 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -292,7 +293,6 @@ def test_a_front_ends_bigtable_endpoint_is_the_remote_instance(almanac_bin, tmp_
                                "--data-dir", str(data)],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        import json
         tokens[name] = json.loads(done.stdout)["token"]
     secured = AlmanacServer(
         almanac_bin, data_dir=data, log_dir=tmp_path,

@@ -199,26 +199,24 @@ pub async fn serve_forwarded(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let tls = tls.map(almanac_console::TlsIdentity::grpc_acceptor);
-    let data = Measured::new(
-        Authenticated::new(forwarded::AdminsOnly::new(forwarder.data()), gate),
-        &metrics,
+    let apis = (
+        guarded(forwarder.data(), gate, &metrics),
+        guarded(forwarder.table_admin(), gate, &metrics),
+        guarded(forwarder.instance_admin(), gate, &metrics),
     );
-    let table_admin = Measured::new(
-        Authenticated::new(forwarded::AdminsOnly::new(forwarder.table_admin()), gate),
-        &metrics,
-    );
-    let instance_admin = Measured::new(
-        Authenticated::new(forwarded::AdminsOnly::new(forwarder.instance_admin()), gate),
-        &metrics,
-    );
-    serve_apis(
-        (data, table_admin, instance_admin),
-        bound,
-        tls,
+    serve_apis(apis, bound, tls, metrics, shutdown).await
+}
+
+/// A forwarded API measured, its caller authenticated, then held to administrators.
+fn guarded<S>(
+    api: S,
+    gate: &std::sync::Arc<auth::Gate>,
+    metrics: &std::sync::Arc<almanac_console::Metrics>,
+) -> Measured<Authenticated<forwarded::AdminsOnly<S>>> {
+    Measured::new(
+        Authenticated::new(forwarded::AdminsOnly::new(api), gate),
         metrics,
-        shutdown,
     )
-    .await
 }
 
 /// A gRPC service the server can host.

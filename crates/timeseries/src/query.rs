@@ -801,7 +801,7 @@ pub fn latest<S: WideColumnStore>(
     let filter = filter(meta, sel);
     let windowed = meta.layout.seal && (sel.start_ns > 0 || sel.end_ns < i64::MAX);
     if meta.indexed {
-        return latest_listed(store, meta, sel, windowed);
+        return latest_listed(store, meta, sel, filter, windowed);
     }
     let ranges = key_ranges(meta, sel).normalized();
     let mut ordinal = 0;
@@ -841,10 +841,10 @@ fn latest_listed<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
     sel: &Selection,
+    filter: Option<RowFilter>,
     windowed: bool,
 ) -> Result<(Vec<Point<'static>>, ScanStats)> {
     let mut stats = ScanStats::default();
-    let filter = filter(meta, sel);
     let series: Vec<Vec<u8>> = listed_series(store, meta, sel)?
         .into_iter()
         .enumerate()
