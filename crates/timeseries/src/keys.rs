@@ -166,20 +166,7 @@ pub fn decode(key: &[u8], bucketed: bool, reversed: bool) -> Result<KeyParts> {
         i += 1;
     }
     let series_len = series_len.ok_or_else(|| bad("no time component"))?;
-    let time_text = &key[series_len..];
-    let digits = if bucketed { BUCKET_DIGITS } else { TIME_DIGITS };
-    if time_text.len() != digits || !time_text.iter().all(u8::is_ascii_digit) {
-        return Err(bad("time component is not fixed-width digits"));
-    }
-    let raw: i64 = std::str::from_utf8(time_text)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| bad("time component out of range"))?;
-    let time = match (reversed, bucketed) {
-        (false, _) => raw,
-        (true, true) => MAX_BUCKET_SECS_VALUE - raw,
-        (true, false) => i64::MAX - raw,
-    };
+    let time = decode_time(key, &key[series_len..], bucketed, reversed)?;
     let text = |c: Vec<u8>| String::from_utf8(c).map_err(|_| bad("component is not UTF-8"));
     let mut comps = comps.into_iter();
     let measure = text(comps.next().ok_or_else(|| bad("no measure"))?)?;
@@ -197,6 +184,26 @@ pub fn decode(key: &[u8], bucketed: bool, reversed: bool) -> Result<KeyParts> {
         dims,
         series_len,
         time,
+    })
+}
+
+/// The time component `time_text` of row key `key` (named in errors), decoded:
+/// seconds (`bucketed`) or nanoseconds.
+pub fn decode_time(key: &[u8], time_text: &[u8], bucketed: bool, reversed: bool) -> Result<i64> {
+    let bad =
+        |why: &str| Error::Corrupt(format!("row key {:?}: {why}", String::from_utf8_lossy(key)));
+    let digits = if bucketed { BUCKET_DIGITS } else { TIME_DIGITS };
+    if time_text.len() != digits || !time_text.iter().all(u8::is_ascii_digit) {
+        return Err(bad("time component is not fixed-width digits"));
+    }
+    let raw: i64 = std::str::from_utf8(time_text)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad("time component out of range"))?;
+    Ok(match (reversed, bucketed) {
+        (false, _) => raw,
+        (true, true) => MAX_BUCKET_SECS_VALUE - raw,
+        (true, false) => i64::MAX - raw,
     })
 }
 

@@ -35,6 +35,7 @@ use crate::keys::{self, KeyParts};
 use crate::layout::{Layout, Pattern};
 use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
+use crate::block::{BlockPoint, decode_block_keeping};
 use crate::seal::decode_block_cell;
 
 /// Qualifier of the serialized pattern's cell.
@@ -249,8 +250,7 @@ pub fn decode_row_within(
     newest_in: Option<(i64, i64)>,
 ) -> Result<Vec<Point<'static>>> {
     let layout = &meta.layout;
-    let bucketed = layout.pattern.is_bucketed();
-    let parts = keys::decode(&row.key, bucketed, layout.reverse_time)?;
+    let parts = keys::decode(&row.key, layout.pattern.is_bucketed(), layout.reverse_time)?;
     let schema = &meta.schema;
     if parts.dims.len() > schema.dimensions.len() {
         return Err(Error::Corrupt(format!(
@@ -259,16 +259,100 @@ pub fn decode_row_within(
             schema.dimensions.len()
         )));
     }
-    let kind = schema
+    let kind = measure_kind(meta, &parts.measure)?;
+    let multi = kind == MeasureType::Multi;
+    let cells = row_cells(meta, row, kind, parts.time, now_us)?;
+    let dimensions = dimensions_of(schema, &parts);
+    let mut out = match cells.block {
+        Some(value) => decode_block_cell(
+            meta,
+            &parts,
+            multi,
+            &dimensions,
+            value,
+            now_us,
+            project,
+            newest_in,
+        )?,
+        None => Vec::with_capacity(cells.points.len()),
+    };
+    out.extend(cells.points.into_iter().map(|p| Point {
+        dimensions: dimensions.clone(),
+        measure_name: parts.measure.clone().into(),
+        time_ns: p.time_ns,
+        version: p.version,
+        measures: p.measures,
+    }));
+    Ok(out)
+}
+
+/// The type of measure `measure` in the table's schema.
+pub(crate) fn measure_kind(meta: &TableMeta, measure: &str) -> Result<MeasureType> {
+    meta.schema
         .measures
-        .get(&parts.measure)
+        .get(measure)
         .copied()
-        .ok_or_else(|| {
-            Error::Corrupt(format!(
-                "measure '{}' is not in the table's schema",
-                parts.measure
-            ))
-        })?;
+        .ok_or_else(|| Error::Corrupt(format!("measure '{measure}' is not in the table's schema")))
+}
+
+/// The points of one row of a bucket a seal reads ([`crate::seal`]): its row-form
+/// points and its block's, without their series (the caller's `series`, a prefix of the
+/// row's key, names it), less those the retention has collected at `now_us`. `kind`:
+/// the type of the series' measure ([`measure_kind`]).
+pub(crate) fn bucket_row_points(
+    meta: &TableMeta,
+    row: &Row,
+    series: &[u8],
+    kind: MeasureType,
+    now_us: i64,
+) -> Result<Vec<BlockPoint>> {
+    let layout = &meta.layout;
+    let time_text = row.key.strip_prefix(series).ok_or_else(|| {
+        Error::Corrupt(format!(
+            "row key {:?} is outside its series",
+            String::from_utf8_lossy(&row.key)
+        ))
+    })?;
+    let time = keys::decode_time(
+        &row.key,
+        time_text,
+        layout.pattern.is_bucketed(),
+        layout.reverse_time,
+    )?;
+    let cells = row_cells(meta, row, kind, time, now_us)?;
+    let Some(value) = cells.block else {
+        return Ok(cells.points);
+    };
+    let multi = kind == MeasureType::Multi;
+    let horizon_us = crate::seal::retention_horizon_us(meta, now_us);
+    let mut out: Vec<BlockPoint> = decode_block_keeping(value, multi, &|_| true)?
+        .into_iter()
+        .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
+        .collect();
+    out.extend(cells.points);
+    Ok(out)
+}
+
+/// A row's cells, decoded: its block cell's bytes (if it has one) and its row-form
+/// points, without their series.
+struct RowCells<'r> {
+    block: Option<&'r [u8]>,
+    points: Vec<BlockPoint>,
+}
+
+/// Decodes the row-form cells of `row`, whose key's time component is `key_time`
+/// (seconds in the bucketed patterns, nanoseconds otherwise), keeping the points the
+/// retention has not collected at `now_us`; sets the block cell aside.
+fn row_cells<'r>(
+    meta: &TableMeta,
+    row: &'r Row,
+    kind: MeasureType,
+    key_time: i64,
+    now_us: i64,
+) -> Result<RowCells<'r>> {
+    let layout = &meta.layout;
+    let bucketed = layout.pattern.is_bucketed();
+    let schema = &meta.schema;
     let multi = kind == MeasureType::Multi;
     let attr_type =
         |name: &str| {
@@ -282,7 +366,7 @@ pub fn decode_row_within(
         if &*c.family == BLOCK_FAMILY {
             // The block; its summary (`b:s`) is for readers of whole buckets.
             if c.qualifier.is_empty() {
-                block = Some(&c.value);
+                block = Some(&c.value[..]);
             }
             continue;
         }
@@ -328,23 +412,10 @@ pub fn decode_row_within(
             _ => part.single = Some(decode_value(&c.value, kind)?),
         }
     }
-    let dimensions = dimensions_of(schema, &parts);
-    let mut out = match block {
-        Some(value) => decode_block_cell(
-            meta,
-            &parts,
-            multi,
-            &dimensions,
-            value,
-            now_us,
-            project,
-            newest_in,
-        )?,
-        None => Vec::with_capacity(slots.len()),
-    };
     // Retention applies on read, as it does to a block's points: a remote Bigtable
     // (Cloud Bigtable, its emulator) collects expired cells lazily, days later.
     let horizon_us = crate::seal::retention_horizon_us(meta, now_us);
+    let mut points = Vec::with_capacity(slots.len());
     for (slot, part) in slots {
         let measures = match (multi, part.single) {
             (false, Some(v)) => Measures::Single(v),
@@ -354,20 +425,18 @@ pub fn decode_row_within(
         let time_ns = if bucketed {
             slot * 1000 + part.nanos
         } else {
-            parts.time
+            key_time
         };
         if cell_ts_us(time_ns) < horizon_us {
             continue;
         }
-        out.push(Point {
-            dimensions: dimensions.clone(),
-            measure_name: parts.measure.clone().into(),
+        points.push(BlockPoint {
             time_ns,
             version: part.version.unwrap_or(1),
             measures,
         });
     }
-    Ok(out)
+    Ok(RowCells { block, points })
 }
 
 #[cfg(test)]

@@ -59,12 +59,12 @@ use crate::block::{
 use crate::catalog::{
     BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, SealLease, SeriesCatalog, TableHandle, TableMeta,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::guard::{Guard, apply, guard_of, guarded_write, is_guard, mark_sealing, written_guard};
 use crate::keys::{self, KeyParts};
 use crate::layout::Layout;
 use crate::model::{DimensionPair, MeasureType, Point};
-use crate::rows::{cell_ts_us, decode_row};
+use crate::rows::{bucket_row_points, cell_ts_us, measure_kind};
 use crate::store::WideColumnStore;
 
 /// How long after its end a bucket is sealed: late points of the last few minutes
@@ -191,11 +191,7 @@ pub(crate) fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowR
 
 /// Whether the measure of a key is a MULTI measure in the table's schema.
 pub(crate) fn is_multi(meta: &TableMeta, measure: &str) -> Result<bool> {
-    meta.schema
-        .measures
-        .get(measure)
-        .map(|k| *k == MeasureType::Multi)
-        .ok_or_else(|| Error::Corrupt(format!("measure '{measure}' is not in the table's schema")))
+    Ok(measure_kind(meta, measure)? == MeasureType::Multi)
 }
 
 /// The points of a block cell in the row with key `parts` (`multi`: its measure is a
@@ -246,11 +242,8 @@ pub fn decode_block_cell(
 /// The mutations that make `points` (one series, one bucket, sorted by time) the block
 /// of their row, replacing the old block.
 pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutation>> {
-    let clear = Mutation::DeleteFromFamily {
-        family: BLOCK_FAMILY.into(),
-    };
     let Some(last) = points.last() else {
-        return Ok(vec![clear]);
+        return block_cells(false, &[]);
     };
     let multi = is_multi(meta, &last.measure_name)?;
     let block: Vec<BlockPoint> = points
@@ -261,8 +254,19 @@ pub fn block_mutations(meta: &TableMeta, points: &[Point]) -> Result<Vec<Mutatio
             measures: p.measures.clone().into_owned(),
         })
         .collect();
-    let value = encode_block(&block, multi)?;
-    let summary = BlockSummary::of(&block).map(|s| s.encode());
+    block_cells(multi, &block)
+}
+
+/// [`block_mutations`] of points without their series (`multi`: of a MULTI measure).
+fn block_cells(multi: bool, block: &[BlockPoint]) -> Result<Vec<Mutation>> {
+    let clear = Mutation::DeleteFromFamily {
+        family: BLOCK_FAMILY.into(),
+    };
+    let Some(last) = block.last() else {
+        return Ok(vec![clear]);
+    };
+    let value = encode_block(block, multi)?;
+    let summary = BlockSummary::of(block).map(|s| s.encode());
     let ts = cell_ts_us(last.time_ns);
     let mut out = vec![
         clear,
@@ -546,17 +550,19 @@ fn due_buckets<S: WideColumnStore>(
 }
 
 /// A bucket as a seal reads it.
-struct BucketRead<'a> {
+struct BucketRead {
     /// Each row's key, the exact cells to delete from it, and its guard.
     rows: Vec<(Vec<u8>, Vec<Mutation>, Option<Guard>)>,
     /// Its points by time: the higher version of a time read twice; on a tie the one
     /// read first (the block row's).
-    points: BTreeMap<i64, Point<'a>>,
+    points: BTreeMap<i64, BlockPoint>,
+    /// Whether the series' measure is a MULTI measure (known once a row is read).
+    multi: bool,
     /// Bytes of the row-form cells (key, qualifier and value of each).
     bytes_removed: u64,
 }
 
-impl BucketRead<'_> {
+impl BucketRead {
     /// Whether the bucket holds row-form points to seal.
     fn has_rows(&self) -> bool {
         !self.points.is_empty() && self.rows.iter().any(|(_, deletes, _)| !deletes.is_empty())
@@ -572,12 +578,12 @@ impl BucketRead<'_> {
 }
 
 /// Reads every row of the bucket starting at `start_ns` in `series`.
-fn read_bucket<'a, S: WideColumnStore + ?Sized>(
+fn read_bucket<S: WideColumnStore + ?Sized>(
     store: &S,
     meta: &TableMeta,
     series: &[u8],
     start_ns: i64,
-) -> Result<BucketRead<'a>> {
+) -> Result<BucketRead> {
     let now_us = store.now_us();
     let req = ReadRequest {
         rows: RowSet {
@@ -589,8 +595,10 @@ fn read_bucket<'a, S: WideColumnStore + ?Sized>(
     let mut out = BucketRead {
         rows: Vec::new(),
         points: BTreeMap::new(),
+        multi: false,
         bytes_removed: 0,
     };
+    let mut kind = None;
     let mut failure = None;
     store.read_rows(&meta.store_table, req, &mut |row| {
         let mut deletes = Vec::with_capacity(row.cells.len());
@@ -602,7 +610,14 @@ fn read_bucket<'a, S: WideColumnStore + ?Sized>(
             out.bytes_removed += (row.key.len() + c.qualifier.len() + c.value.len()) as u64;
             deletes.push(exact_delete(c));
         }
-        match decode_row(meta, &row, now_us) {
+        // The series' measure, from the first row's key; the others' are the same.
+        let decoded = kind
+            .map_or_else(|| series_kind(meta, &row.key), Ok)
+            .and_then(|k| {
+                kind = Some(k);
+                bucket_row_points(meta, &row, series, k, now_us)
+            });
+        match decoded {
             Ok(decoded) => {
                 for p in decoded {
                     match out.points.get(&p.time_ns) {
@@ -621,10 +636,18 @@ fn read_bucket<'a, S: WideColumnStore + ?Sized>(
         out.rows.push((row.key.to_vec(), deletes, guard_of(&row)));
         ControlFlow::Continue(())
     })?;
+    out.multi = kind == Some(MeasureType::Multi);
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// The type of the measure of the series whose row has key `key`.
+fn series_kind(meta: &TableMeta, key: &[u8]) -> Result<MeasureType> {
+    let layout = &meta.layout;
+    let parts = keys::decode(key, layout.pattern.is_bucketed(), layout.reverse_time)?;
+    measure_kind(meta, &parts.measure)
 }
 
 /// Step 2: seals one bucket under its series lock.
@@ -678,6 +701,7 @@ fn seal_bucket<S: WideColumnStore>(
     let BucketRead {
         rows,
         points,
+        multi,
         bytes_removed,
     } = read;
     // The bucket's other rows with row-form cells, and the exact deletes of those.
@@ -686,11 +710,11 @@ fn seal_bucket<S: WideColumnStore>(
         .filter(|(k, m, _)| *k != block_key && !m.is_empty())
         .map(|(key, deletes, _)| (key, deletes))
         .collect();
-    let points: Vec<Point> = points.into_values().collect();
+    let points: Vec<BlockPoint> = points.into_values().collect();
     if points.len() > MAX_BLOCK_POINTS {
         return Ok(SealStats::default());
     }
-    let block = block_mutations(&meta, &points)?;
+    let block = block_cells(multi, &points)?;
     if block.iter().any(
         |m| matches!(m, Mutation::SetCell { value, .. } if value.len() > MAX_SEALED_BLOCK_BYTES),
     ) {
