@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use almanac_engine::Row;
 use almanac_engine::mutation::Mutation;
 
+use crate::block::{BlockPoint, decode_block_keeping};
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::{
     decode_meta, decode_point, decode_value, encode_meta, encode_named_value, encode_point,
@@ -35,7 +36,6 @@ use crate::keys::{self, KeyParts};
 use crate::layout::{Layout, Pattern};
 use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
-use crate::block::{BlockPoint, decode_block_keeping};
 use crate::seal::decode_block_cell;
 
 /// Qualifier of the serialized pattern's cell.
