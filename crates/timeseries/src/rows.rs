@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use almanac_engine::Row;
 use almanac_engine::mutation::Mutation;
 
-use crate::block::{BlockPoint, decode_block_keeping};
+use crate::block::BlockPoint;
 use crate::catalog::{BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, TableMeta};
 use crate::codec::{
     decode_meta, decode_point, decode_value, encode_meta, encode_named_value, encode_point,
@@ -36,7 +36,7 @@ use crate::keys::{self, KeyParts};
 use crate::layout::{Layout, Pattern};
 use crate::model::{DimensionPair, MeasureType, Measures, Point, Value};
 use crate::schema::Schema;
-use crate::seal::decode_block_cell;
+use crate::seal::{decode_block_cell, live_block_points};
 
 /// Qualifier of the serialized pattern's cell.
 pub const BLOB_QUALIFIER: &[u8] = b"p";
@@ -324,11 +324,7 @@ pub(crate) fn bucket_row_points(
         return Ok(cells.points);
     };
     let multi = kind == MeasureType::Multi;
-    let horizon_us = crate::seal::retention_horizon_us(meta, now_us);
-    let mut out: Vec<BlockPoint> = decode_block_keeping(value, multi, &|_| true)?
-        .into_iter()
-        .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
-        .collect();
+    let mut out = live_block_points(meta, multi, value, now_us, None, None)?;
     out.extend(cells.points);
     Ok(out)
 }

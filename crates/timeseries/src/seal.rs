@@ -216,6 +216,29 @@ pub fn decode_block_cell(
     project: Option<&[String]>,
     newest_in: Option<(i64, i64)>,
 ) -> Result<Vec<Point<'static>>> {
+    Ok(
+        live_block_points(meta, multi, value, now_us, project, newest_in)?
+            .into_iter()
+            .map(|p| Point {
+                dimensions: dimensions.to_vec(),
+                measure_name: parts.measure.clone().into(),
+                time_ns: p.time_ns,
+                version: p.version,
+                measures: p.measures,
+            })
+            .collect(),
+    )
+}
+
+/// [`decode_block_cell`]'s points without their series.
+pub(crate) fn live_block_points(
+    meta: &TableMeta,
+    multi: bool,
+    value: &[u8],
+    now_us: i64,
+    project: Option<&[String]>,
+    newest_in: Option<(i64, i64)>,
+) -> Result<Vec<BlockPoint>> {
     let horizon_us = retention_horizon_us(meta, now_us);
     let keep = |name: &str| project.is_none_or(|p| p.iter().any(|a| a == name));
     let mut points = decode_block_keeping(value, multi, &keep)?;
@@ -226,17 +249,8 @@ pub fn decode_block_cell(
             .rposition(|p| p.time_ns >= start && p.time_ns < end);
         points = newest.map(|i| points.swap_remove(i)).into_iter().collect();
     }
-    Ok(points
-        .into_iter()
-        .filter(|p| cell_ts_us(p.time_ns) >= horizon_us)
-        .map(|p| Point {
-            dimensions: dimensions.to_vec(),
-            measure_name: parts.measure.clone().into(),
-            time_ns: p.time_ns,
-            version: p.version,
-            measures: p.measures,
-        })
-        .collect())
+    points.retain(|p| cell_ts_us(p.time_ns) >= horizon_us);
+    Ok(points)
 }
 
 /// The mutations that make `points` (one series, one bucket, sorted by time) the block
