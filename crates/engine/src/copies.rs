@@ -494,6 +494,7 @@ impl Engine {
             }
         }
         self.commit(batch)?;
+        self.inner.oldest.forget(to);
         if live {
             self.inner.row_sizes.note_copied_row(&row, row_bytes);
         }

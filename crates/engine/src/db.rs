@@ -128,6 +128,8 @@ pub(crate) struct Inner {
     pub on_warning: Option<WarningSink>,
     /// Bounds on row sizes, in memory ([`crate::rowsize`]).
     pub row_sizes: crate::rowsize::RowSizes,
+    /// Lower bounds on each table's cell timestamps, for the GC sweep ([`crate::oldest`]).
+    pub oldest: crate::oldest::OldestCells,
     /// [`Options::undelete_window`].
     pub undelete_window: Duration,
     /// Read and write counters, engine-wide and by key range ([`crate::access`]).
@@ -198,6 +200,7 @@ impl Engine {
             sweeper: crate::gc::SweeperControl::default(),
             on_warning: options.on_warning,
             row_sizes: crate::rowsize::RowSizes::default(),
+            oldest: crate::oldest::OldestCells::default(),
             undelete_window: options.undelete_window,
             access: crate::access::AccessLog::new(options.count_access),
             space: crate::space::SpaceGuard::new(

@@ -10,6 +10,9 @@
 //! One consequence, as on Cloud Bigtable: a cell hidden by `max_versions` becomes
 //! visible again if the newer versions are deleted before the sweep collects it; once
 //! swept it is gone.
+//!
+//! A table whose families all collect by age only is walked only when its oldest cell
+//! may be old enough ([`crate::oldest`]); until then the walk would find nothing.
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
@@ -148,10 +151,12 @@ impl Engine {
                 .map(|(_, f, _)| *f)
                 .collect();
             let gc_families = meta.families.iter().any(|f| !f.spec.gc_rule.is_keep_all());
-            if dead.is_empty() && !gc_families {
+            if dead.is_empty() && (!gc_families || self.too_young_to_collect(&meta)) {
                 continue;
             }
-            let (c, p) = self.sweep_table(&meta, &dead)?;
+            let token = self.inner.oldest.walk_started(meta.id);
+            let (c, p, oldest_kept) = self.sweep_table(&meta, &dead)?;
+            self.inner.oldest.walk_finished(meta.id, token, oldest_kept);
             stats.collected += c;
             stats.purged += p;
             for (_, _, marker) in dead_families.iter().filter(|(t, _, _)| *t == meta.id) {
@@ -179,9 +184,28 @@ impl Engine {
         self.commit(b)
     }
 
-    /// Sweeps one table row by row. Returns (collected, purged).
-    fn sweep_table(&self, meta: &TableMeta, dead: &[u32]) -> Result<(u64, u64)> {
+    /// Whether every cell of the table is younger than any of its families' GC rules
+    /// needs before it collects ([`crate::oldest`]): then a walk would find nothing.
+    fn too_young_to_collect(&self, meta: &TableMeta) -> bool {
+        let Some(oldest) = self.inner.oldest.bound(meta.id) else {
+            return false;
+        };
+        let ages: Option<Vec<i64>> = meta
+            .families
+            .iter()
+            .map(|f| f.spec.gc_rule.min_age_to_collect_us())
+            .collect();
+        let Some(youngest) = ages.and_then(|a| a.into_iter().min()) else {
+            return false;
+        };
+        oldest >= self.now_us().saturating_sub(youngest)
+    }
+
+    /// Sweeps one table row by row. Returns (collected, purged, the oldest timestamp
+    /// of a cell it kept, `i64::MAX` for none).
+    fn sweep_table(&self, meta: &TableMeta, dead: &[u32]) -> Result<(u64, u64, i64)> {
         let (mut collected, mut purged) = (0u64, 0u64);
+        let mut oldest_kept = i64::MAX;
         let end = keys::table_end(meta.id);
         let mut from = keys::table_prefix(meta.id);
         loop {
@@ -205,18 +229,20 @@ impl Engine {
                 }
                 if judge.doomed(&k, &p).is_some() {
                     candidate_row = Some(current_row.clone());
+                } else {
+                    oldest_kept = oldest_kept.min(p.timestamp_us);
                 }
             }
             drop(snapshot);
             let Some(rp) = candidate_row else {
-                return Ok((collected, purged));
+                return Ok((collected, purged, oldest_kept));
             };
             let (c, p) = self.sweep_row(meta, dead, &rp)?;
             collected += c;
             purged += p;
             match next_row {
                 Some(n) => from = n,
-                None => return Ok((collected, purged)),
+                None => return Ok((collected, purged, oldest_kept)),
             }
         }
     }

@@ -49,6 +49,7 @@ mod lifecycle;
 pub mod limits;
 mod locks;
 pub mod mutation;
+mod oldest;
 mod plan;
 pub mod read;
 pub mod rowset;

@@ -65,6 +65,27 @@ impl GcRule {
         }
     }
 
+    /// The age a cell must pass before the rule can collect it (µs): `Some(i64::MAX)` for
+    /// a rule that never collects, `None` for one that can collect a cell of any age
+    /// (a version count alone decides).
+    pub fn min_age_to_collect_us(&self) -> Option<i64> {
+        match self {
+            GcRule::KeepAll => Some(i64::MAX),
+            GcRule::MaxVersions(_) => None,
+            GcRule::MaxAge { max_age_us } => Some(*max_age_us),
+            // Collected only when every nested rule collects: past the oldest age any
+            // of them asks for.
+            GcRule::Intersection(r) if r.is_empty() => Some(i64::MAX),
+            GcRule::Intersection(r) => r.iter().filter_map(GcRule::min_age_to_collect_us).max(),
+            // Collected when any nested rule collects: past the youngest age, if every
+            // one of them asks for one.
+            GcRule::Union(r) => r
+                .iter()
+                .map(GcRule::min_age_to_collect_us)
+                .try_fold(i64::MAX, |m, a| a.map(|a| m.min(a))),
+        }
+    }
+
     /// Checks the rule against Bigtable's rules: positive versions and ages, and a
     /// serialized size within [`MAX_GC_RULE_BYTES`].
     pub fn validate(&self) -> Result<()> {
@@ -295,6 +316,29 @@ pub fn validate_family_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_age_a_rule_needs_before_it_collects() {
+        let age = |a| GcRule::MaxAge { max_age_us: a };
+        assert_eq!(GcRule::KeepAll.min_age_to_collect_us(), Some(i64::MAX));
+        assert_eq!(GcRule::MaxVersions(1).min_age_to_collect_us(), None);
+        assert_eq!(age(5).min_age_to_collect_us(), Some(5));
+        let both = GcRule::Intersection(vec![GcRule::MaxVersions(2), age(5), age(9)]);
+        assert_eq!(both.min_age_to_collect_us(), Some(9));
+        let either = GcRule::Union(vec![age(5), age(9)]);
+        assert_eq!(either.min_age_to_collect_us(), Some(5));
+        let versions = GcRule::Union(vec![age(5), GcRule::MaxVersions(2)]);
+        assert_eq!(versions.min_age_to_collect_us(), None);
+        assert_eq!(
+            GcRule::Intersection(vec![GcRule::MaxVersions(2)]).min_age_to_collect_us(),
+            None
+        );
+        // Never collects a cell younger than the age it gives.
+        for rule in [both, either] {
+            let a = rule.min_age_to_collect_us().unwrap_or_default();
+            assert!(!rule.collects(7, 100 - a, 100));
+        }
+    }
 
     #[test]
     fn nested_rules_collect_like_the_admin_api_says() {

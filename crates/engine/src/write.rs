@@ -73,6 +73,9 @@ struct Applier<'a> {
     changes: Option<Vec<(Vec<u8>, Vec<Mutation>)>>,
     /// The table's access counters ([`crate::access`]).
     access: Option<Arc<crate::access::TableAccess>>,
+    /// The oldest timestamp of a cell the batch writes (`i64::MAX`: none), reported to
+    /// [`crate::oldest`] once committed.
+    oldest_us: i64,
 }
 
 impl<'a> Applier<'a> {
@@ -92,6 +95,7 @@ impl<'a> Applier<'a> {
             warnings: Vec::new(),
             changes: meta.change_retention_us.map(|_| Vec::new()),
             access: engine.inner.access.counter(engine, meta.id),
+            oldest_us: i64::MAX,
         }
     }
 
@@ -167,6 +171,14 @@ impl<'a> Applier<'a> {
             }
         }
         self.batch.extend(entry);
+        for m in muts {
+            if let Mutation::SetCell { timestamp_us, .. }
+            | Mutation::AddToCell { timestamp_us, .. }
+            | Mutation::MergeToCell { timestamp_us, .. } = m
+            {
+                self.oldest_us = self.oldest_us.min(self.ts(*timestamp_us));
+            }
+        }
         self.count(key, muts.len() as u64, stored);
         if self.changes.is_some() {
             let resolved = muts.iter().map(|m| self.resolved(m)).collect();
@@ -408,6 +420,9 @@ impl<'a> Applier<'a> {
                 Some(r)
             };
             b.commit()?;
+            if self.oldest_us != i64::MAX {
+                inner.oldest.written(self.meta.id, self.oldest_us);
+            }
         }
         Ok(Committed {
             written,

@@ -474,6 +474,11 @@ impl<S: WideColumnStore> SeriesCatalog<S> {
             });
         };
         let handle = TableHandle::new(meta, generation, self.now_ms());
+        if !self.store.other_writers() {
+            // A new table that only this process writes has no row-form points yet: its
+            // first seal pass need not walk it to find them.
+            handle.unsealed.found([]);
+        }
         let out = handle.meta();
         st.tables.insert((db.into(), name.into()), handle);
         Ok(out)

@@ -3,7 +3,8 @@
 //! costs what was written since the last one, not the table's size ([`crate::seal`]).
 //!
 //! After an open the set is unknown until the first seal pass walks the table's keys
-//! once; writes add to it all along, so nothing written meanwhile is lost.
+//! once; writes add to it all along, so nothing written meanwhile is lost. A table this
+//! process creates, on a store no other process writes, starts known and empty.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -148,6 +148,7 @@ fn tables_without_summaries_get_them_in_their_next_seal_pass() {
 fn a_background_pass_seals_only_buckets_left_alone() {
     let (ts, clock, _dir) = open("quiet");
     let handle = ts.catalog.table("devops", "cpu").unwrap();
+    assert!(handle.unsealed.is_known(), "a table this process created");
     // Two closed hours of three hosts (the first reading is on an hour boundary).
     let start_ms = NOW_MS - NOW_MS % 3_600_000 - 4 * 3_600_000;
     write(&ts, start_ms, 360);
