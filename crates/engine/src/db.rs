@@ -322,6 +322,8 @@ impl Engine {
         retired: Option<u32>,
     ) -> Result<TableInfo> {
         meta.id = cat.next_table_id;
+        // A fresh id has no cells yet; no write reaches it before it is published.
+        self.inner.oldest.created(meta.id);
         let mut batch = self.inner.db.batch();
         batch.insert(
             &self.inner.meta,

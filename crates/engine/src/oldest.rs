@@ -9,7 +9,8 @@
 //!   is either in the snapshot or heard.
 //! - Every write lowers the bound to its oldest cell; deletes leave it (it only gets
 //!   looser). Cells copied in wholesale ([`crate::copies`]) make it unknown again.
-//! - Unknown until the first walk after an open: nothing is persisted.
+//! - A table created (or emptied onto a fresh id) since the open starts with no cells;
+//!   any other table's bound is unknown until the first walk: nothing is persisted.
 //!
 //! When two walks of one table overlap, only the newest one's result is kept.
 
@@ -55,6 +56,17 @@ impl OldestCells {
         }
     }
 
+    /// `table` was given a fresh id, with no cells.
+    pub(crate) fn created(&self, table: u32) {
+        self.lock().insert(
+            table,
+            Entry {
+                bound: Some(i64::MAX),
+                ..Entry::default()
+            },
+        );
+    }
+
     /// A walk of `table` is about to take its snapshot; returns its token.
     pub(crate) fn walk_started(&self, table: u32) -> u64 {
         let mut g = self.lock();
@@ -97,6 +109,9 @@ mod tests {
         let o = OldestCells::default();
         o.written(1, 5);
         assert_eq!(o.bound(1), None, "unknown before a walk");
+        o.created(3);
+        o.written(3, 8);
+        assert_eq!(o.bound(3), Some(8), "a new table holds what was written");
         let t = o.walk_started(1);
         // Committed after the walk's snapshot: the walk did not see it.
         o.written(1, 40);

@@ -363,7 +363,7 @@ fn the_sweep_skips_only_tables_with_nothing_old_enough() {
     let t0 = 100 * HOUR;
     e.mutate_row(I, "t", b"new", &[set("aged", "q", t0, "a")])
         .unwrap();
-    assert_eq!(e.sweep().unwrap().collected, 0, "the walk finds nothing");
+    assert_eq!(e.sweep().unwrap().collected, 0, "a new table: no walk");
     assert_eq!(e.sweep().unwrap().collected, 0, "nothing old enough");
     // A backfilled cell already past the rule's age.
     e.mutate_row(I, "t", b"old", &[set("aged", "q", t0 - 2 * HOUR, "b")])
