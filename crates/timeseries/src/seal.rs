@@ -36,6 +36,8 @@
 //! 3. For each due group, under the series' write lock: read the bucket's rows, merge
 //!    the block's points (if any) with the row-form points (the higher version wins a
 //!    time), and write the new block and the deletes in one MutateRows.
+//! 4. One sync for the whole pass (a seal changes how points are stored, not what they
+//!    are, so it needs no fsync of its own; a write acknowledged later syncs it anyway).
 //!
 //! ## Reads and writes of sealed buckets
 //! - Reads widen a time range's first bucket to its block row ([`crate::query`]) and
@@ -496,10 +498,16 @@ pub fn seal_table<S: WideColumnStore>(
             Ok((next.sealed_before_ns != current.sealed_before_ns).then_some(next))
         })?;
     }
-    for (series, start) in due {
+    let sealed: Result<()> = due.into_iter().try_for_each(|(series, start)| {
         stats.add(seal_bucket(store, handle, &series, start)?);
+        Ok(())
+    });
+    // One sync for the pass, even after a failure: each bucket's batch is one journal
+    // record, so a crash before it leaves every bucket before or after its seal.
+    if stats.buckets > 0 {
+        store.sync()?;
     }
-    Ok(stats)
+    sealed.map(|()| stats)
 }
 
 /// Step 1 after an open: the (series, bucket start) groups with row-form cells whose
@@ -762,8 +770,9 @@ fn seal_bucket<S: WideColumnStore>(
         mutations,
     });
     // Every entry but the block's deletes cells, which cannot fail; the block's value
-    // is far under the engine's limits, so the batch lands whole.
-    for r in store.mutate_rows(&meta.store_table, &batch)? {
+    // is far under the engine's limits, so the batch lands whole. Made durable once for
+    // the whole pass ([`seal_table`]).
+    for r in store.mutate_rows_unsynced(&meta.store_table, &batch)? {
         r?;
     }
     Ok(stats)
