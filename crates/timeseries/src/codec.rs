@@ -293,6 +293,7 @@ mod tests {
             let _ = decode_point(&bytes, len % 2 == 0);
             let _ = split_named_value(&bytes);
             let _ = crate::keys::decode(&bytes, len % 3 == 0, len % 5 == 0);
+            let _ = crate::keys::decode_series_time(&bytes, len % 3 == 0, len % 5 == 0);
         }
     }
 

@@ -187,6 +187,32 @@ pub fn decode(key: &[u8], bucketed: bool, reversed: bool) -> Result<KeyParts> {
     })
 }
 
+/// Where the series prefix of row key `key` ends (just past its `@`): what [`decode`]
+/// finds first, without copying the measure name and dimensions out. For readers that
+/// need only the series prefix and, with [`decode_time`], the time.
+pub fn series_len(key: &[u8]) -> Result<usize> {
+    let mut i = 0;
+    while let Some(&b) = key.get(i) {
+        match b {
+            ESC if i + 1 < key.len() => i += 2,
+            ESC => break,
+            TIME_SEP => return Ok(i + 1),
+            _ => i += 1,
+        }
+    }
+    Err(Error::Corrupt(format!(
+        "row key {:?}: no time component",
+        String::from_utf8_lossy(key)
+    )))
+}
+
+/// The series prefix's length and the time of row key `key`: [`decode`]'s
+/// `series_len` and `time` alone.
+pub fn decode_series_time(key: &[u8], bucketed: bool, reversed: bool) -> Result<(usize, i64)> {
+    let len = series_len(key)?;
+    Ok((len, decode_time(key, &key[len..], bucketed, reversed)?))
+}
+
 /// The time component `time_text` of row key `key` (named in errors), decoded:
 /// seconds (`bucketed`) or nanoseconds.
 pub fn decode_time(key: &[u8], time_text: &[u8], bucketed: bool, reversed: bool) -> Result<i64> {
@@ -210,6 +236,21 @@ pub fn decode_time(key: &[u8], time_text: &[u8], bucketed: bool, reversed: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_series_and_time_alone_match_a_whole_decode() {
+        let mut key = series_prefix("a#b", &[None, Some("x\\y@"), None]);
+        key.extend_from_slice(time_component(5, true).as_bytes());
+        let whole = decode(&key, false, true).unwrap();
+        assert_eq!(
+            decode_series_time(&key, false, true).unwrap(),
+            (whole.series_len, whole.time)
+        );
+        assert_eq!(whole.series_len, b"a\\#b##x\\\\y\\@@".len());
+        for bad in [&b"m#x"[..], b"m\\", b"", b"m\\@"] {
+            assert!(series_len(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn golden_keys() {

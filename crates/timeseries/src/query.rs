@@ -781,12 +781,7 @@ fn first_row<S: WideColumnStore>(
 
 /// The series part of a row key (measure name and dimensions, through the `@`).
 fn series_of(meta: &TableMeta, key: &[u8]) -> Result<Vec<u8>> {
-    let parts = keys::decode(
-        key,
-        meta.layout.pattern.is_bucketed(),
-        meta.layout.reverse_time,
-    )?;
-    Ok(key[..parts.series_len].to_vec())
+    Ok(key[..keys::series_len(key)?].to_vec())
 }
 
 /// The newest selected point of every series: two short reads per series (find the

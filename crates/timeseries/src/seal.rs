@@ -342,11 +342,8 @@ impl Leftovers {
         {
             return Ok(false);
         }
-        let parts = keys::decode(&row.key, false, layout.reverse_time)?;
-        let here = (
-            &row.key[..parts.series_len],
-            bucket_start_ns(layout, parts.time),
-        );
+        let (series_len, time) = keys::decode_series_time(&row.key, false, layout.reverse_time)?;
+        let here = (&row.key[..series_len], bucket_start_ns(layout, time));
         if block {
             self.sealed = Some((here.0.to_vec(), here.1));
             return Ok(false);
@@ -542,21 +539,22 @@ fn due_buckets<S: WideColumnStore>(
         }
     };
     store.read_rows(&meta.store_table, req, &mut |row| {
-        let parts = match keys::decode(&row.key, layout.pattern.is_bucketed(), layout.reverse_time)
-        {
-            Ok(p) => p,
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        };
-        let time_ns = if layout.pattern.is_bucketed() {
-            parts.time.saturating_mul(NS_PER_SEC)
+        let bucketed = layout.pattern.is_bucketed();
+        let (series_len, time) =
+            match keys::decode_series_time(&row.key, bucketed, layout.reverse_time) {
+                Ok(p) => p,
+                Err(e) => {
+                    failure = Some(e);
+                    return ControlFlow::Break(());
+                }
+            };
+        let time_ns = if bucketed {
+            time.saturating_mul(NS_PER_SEC)
         } else {
-            parts.time
+            time
         };
         let start = bucket_start_ns(layout, time_ns);
-        let series = &row.key[..parts.series_len];
+        let series = &row.key[..series_len];
         let row_form = !row.cells.is_empty();
         match &mut group {
             Some((s, b, rf)) if s.as_slice() == series && *b == start => *rf |= row_form,
