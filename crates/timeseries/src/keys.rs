@@ -238,18 +238,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_series_and_time_alone_match_a_whole_decode() {
+    fn the_series_and_time_alone_match_a_whole_decode() -> Result<()> {
         let mut key = series_prefix("a#b", &[None, Some("x\\y@"), None]);
         key.extend_from_slice(time_component(5, true).as_bytes());
-        let whole = decode(&key, false, true).unwrap();
+        let whole = decode(&key, false, true)?;
         assert_eq!(
-            decode_series_time(&key, false, true).unwrap(),
+            decode_series_time(&key, false, true)?,
             (whole.series_len, whole.time)
         );
         assert_eq!(whole.series_len, b"a\\#b##x\\\\y\\@@".len());
         for bad in [&b"m#x"[..], b"m\\", b"", b"m\\@"] {
             assert!(series_len(bad).is_err(), "{bad:?}");
         }
+        Ok(())
     }
 
     #[test]

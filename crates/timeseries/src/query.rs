@@ -392,7 +392,7 @@ fn scan_rows<S: WideColumnStore>(
             let Some(row) = first_row(store, meta, &cursor, &range.end, probe)? else {
                 break;
             };
-            let series = series_of(meta, &row.key)?;
+            let series = series_of(&row.key)?;
             ordinal += 1;
             if Part::owns(sel.part, ordinal - 1) {
                 let req = ReadRequest {
@@ -780,7 +780,7 @@ fn first_row<S: WideColumnStore>(
 }
 
 /// The series part of a row key (measure name and dimensions, through the `@`).
-fn series_of(meta: &TableMeta, key: &[u8]) -> Result<Vec<u8>> {
+fn series_of(key: &[u8]) -> Result<Vec<u8>> {
     Ok(key[..keys::series_len(key)?].to_vec())
 }
 
@@ -804,7 +804,7 @@ pub fn latest<S: WideColumnStore>(
         let mut cursor = range.start.clone();
         while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
             stats.rows += 1;
-            let series = series_of(meta, &row.key)?;
+            let series = series_of(&row.key)?;
             ordinal += 1;
             let best = if !Part::owns(sel.part, ordinal - 1) {
                 None
