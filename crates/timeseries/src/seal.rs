@@ -515,7 +515,7 @@ fn due_buckets<S: WideColumnStore>(
     cutoff_ns: i64,
 ) -> Result<Vec<(Vec<u8>, i64)>> {
     let layout = &meta.layout;
-
+    let bucketed = layout.pattern.is_bucketed();
     let req = ReadRequest {
         rows: crate::directory::all_points(),
         // Row-form cells only: a row holding just a block (and its guard) is sealed.
@@ -539,7 +539,6 @@ fn due_buckets<S: WideColumnStore>(
         }
     };
     store.read_rows(&meta.store_table, req, &mut |row| {
-        let bucketed = layout.pattern.is_bucketed();
         let (series_len, time) =
             match keys::decode_series_time(&row.key, bucketed, layout.reverse_time) {
                 Ok(p) => p,
