@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use almanac_timeseries::block::{BlockSummary, Stats};
-use almanac_timeseries::model::{MeasureType, Value};
+use almanac_timeseries::model::{DimensionPair, MeasureType, Value};
 use almanac_timeseries::query::{Piece, Selection, scan_partials};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
@@ -178,13 +178,14 @@ impl PartialsScan {
     fn append(&self, builders: &mut [Builder], piece: &Piece) {
         for (o, b) in self.outputs.iter().zip(builders.iter_mut()) {
             match (o, piece) {
-                (
-                    Output::Key(Column::Dimension(d)),
-                    Piece::Bucket { dimensions, .. }
-                    | Piece::Point(almanac_timeseries::Point { dimensions, .. }),
-                ) => b.append_text(dimensions.iter().find(|(n, _)| n == d).map(|(_, v)| &**v)),
+                (Output::Key(Column::Dimension(d)), Piece::Bucket { dimensions, .. }) => {
+                    b.append_text(dimension(dimensions, d))
+                }
+                (Output::Key(Column::Dimension(d)), Piece::Point(p)) => {
+                    b.append_text(dimension(&p.dimensions, d))
+                }
                 (Output::Key(Column::MeasureName), Piece::Bucket { measure_name, .. }) => {
-                    b.append_text(Some(measure_name))
+                    b.append_text(Some(&**measure_name))
                 }
                 (Output::Key(Column::MeasureName), Piece::Point(p)) => {
                     b.append_text(Some(&p.measure_name))
@@ -201,6 +202,11 @@ impl PartialsScan {
             }
         }
     }
+}
+
+/// The value of dimension `name` among a series' dimensions.
+fn dimension<'a>(dimensions: &'a [DimensionPair<'static>], name: &str) -> Option<&'a str> {
+    dimensions.iter().find(|(n, _)| n == name).map(|(_, v)| &**v)
 }
 
 impl Producer for PartialsScan {

@@ -17,6 +17,7 @@
 //! first bucket, and the cell-time filter lets block cells through.
 
 use std::ops::{Bound, ControlFlow, Range};
+use std::sync::Arc;
 
 use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
@@ -594,10 +595,10 @@ pub enum Piece {
     /// The selected points of a sealed bucket, by their summary (the stored one when
     /// every point of the bucket is selected).
     Bucket {
-        /// The series' measure name.
-        measure_name: String,
-        /// The series' dimensions.
-        dimensions: Vec<DimensionPair<'static>>,
+        /// The series' measure name (shared by the pieces of one series).
+        measure_name: Arc<str>,
+        /// The series' dimensions (shared by the pieces of one series).
+        dimensions: Arc<[DimensionPair<'static>]>,
         /// What the bucket's block holds.
         summary: BlockSummary,
     },
@@ -628,17 +629,16 @@ pub fn scan_partials<S: WideColumnStore>(
     let horizon_us = retention_horizon_us(meta, now_us);
     let point_filter = filter(meta, sel);
     let row_form = row_form_cells();
-    let summaries = RowFilter::ColumnRange {
-        family: BLOCK_FAMILY.into(),
-        start: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
-        end: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
-    };
     let row_filter = RowFilter::Interleave(vec![
         match point_filter.clone() {
             Some(f) => RowFilter::Chain(vec![row_form, f]),
             None => row_form,
         },
-        summaries,
+        RowFilter::ColumnRange {
+            family: BLOCK_FAMILY.into(),
+            start: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
+            end: Bound::Included(SUMMARY_QUALIFIER.to_vec()),
+        },
     ]);
     let edges = EdgeBuckets {
         store,
@@ -649,6 +649,7 @@ pub fn scan_partials<S: WideColumnStore>(
         horizon_us,
     };
     let mut straddling: Vec<Vec<u8>> = Vec::new();
+    let mut series = LastSeries::default();
     scan_rows(store, meta, sel, Some(row_filter), &mut |row| {
         count_row(&mut stats, &row);
         let summary = row
@@ -665,7 +666,7 @@ pub fn scan_partials<S: WideColumnStore>(
             && summary.last_ns < sel.end_ns
             && cell_ts_us(summary.first_ns) >= horizon_us;
         if whole {
-            let Some((measure_name, dimensions)) = selected_series(meta, sel, &row.key)? else {
+            let Some((measure_name, dimensions)) = series.of(meta, sel, &row.key)? else {
                 return Ok(ControlFlow::Continue(()));
             };
             stats.points += summary.points;
@@ -693,6 +694,32 @@ pub fn scan_partials<S: WideColumnStore>(
     Ok(stats)
 }
 
+/// The series of the last row [`scan_partials`] decoded, which the next rows (the
+/// series' other buckets) share: a key's series is decoded once, not once a bucket.
+#[derive(Default)]
+struct LastSeries {
+    /// The series prefix of the key, and its series if the selection selects it.
+    last: Option<(Vec<u8>, SelectedSeries)>,
+}
+
+/// A selected series' measure name and dimensions, `None` if not selected.
+type SelectedSeries = Option<(Arc<str>, Arc<[DimensionPair<'static>]>)>;
+
+impl LastSeries {
+    fn of(&mut self, meta: &TableMeta, sel: &Selection, key: &[u8]) -> Result<SelectedSeries> {
+        let prefix = &key[..keys::series_len(key)?];
+        match &self.last {
+            Some((last, selected)) if last[..] == *prefix => Ok(selected.clone()),
+            _ => {
+                let selected = selected_series(meta, sel, key)?
+                    .map(|(measure, dimensions)| (measure.into(), dimensions.into()));
+                self.last = Some((prefix.to_vec(), selected.clone()));
+                Ok(selected)
+            }
+        }
+    }
+}
+
 /// How [`scan_partials`] reads the sealed buckets that straddle its window's edges.
 struct EdgeBuckets<'a, S> {
     store: &'a S,
@@ -705,15 +732,13 @@ struct EdgeBuckets<'a, S> {
 }
 
 impl<S: WideColumnStore> EdgeBuckets<'_, S> {
-    /// Reads the rows `keys` whole and visits, for each, a summary of its block's
-    /// points inside the window and its row-form points.
+    /// Reads the rows `keys` whole and [`EdgeBuckets::visit`]s each.
     fn read(
         &self,
         keys: Vec<Vec<u8>>,
         stats: &mut ScanStats,
         visit: &mut dyn FnMut(Piece) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>> {
-        let (meta, sel, now_us, horizon_us) = (self.meta, self.sel, self.now_us, self.horizon_us);
         let req = ReadRequest {
             rows: RowSet {
                 keys,
@@ -722,27 +747,38 @@ impl<S: WideColumnStore> EdgeBuckets<'_, S> {
             filter: self.filter.clone(),
             ..ReadRequest::default()
         };
-        let mut whole_row = |row: Row| {
+        read_each(self.store, self.meta, req, &mut |row: Row| {
             stats.cells += row.cells.len() as u64;
-            let mut visit_chunk = |chunk| match chunk {
-                Chunk::Point(p) => visit(Piece::Point(p)),
-                Chunk::Block {
-                    measure_name,
-                    dimensions,
-                    columns,
-                    range,
-                } => match BlockSummary::of_columns(&columns, range) {
-                    Some(summary) => visit(Piece::Bucket {
-                        measure_name,
-                        dimensions,
-                        summary,
-                    }),
-                    None => ControlFlow::Continue(()),
-                },
-            };
-            visit_chunks(meta, sel, &row, now_us, horizon_us, stats, &mut visit_chunk)
+            self.visit(&row, stats, visit)
+        })
+    }
+
+    /// Visits, for a row read whole, a summary of its block's points inside the
+    /// window and its row-form points.
+    fn visit(
+        &self,
+        row: &Row,
+        stats: &mut ScanStats,
+        visit: &mut dyn FnMut(Piece) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>> {
+        let mut visit_chunk = |chunk| match chunk {
+            Chunk::Point(p) => visit(Piece::Point(p)),
+            Chunk::Block {
+                measure_name,
+                dimensions,
+                columns,
+                range,
+            } => match BlockSummary::of_columns(&columns, range) {
+                Some(summary) => visit(Piece::Bucket {
+                    measure_name: measure_name.into(),
+                    dimensions: dimensions.into(),
+                    summary,
+                }),
+                None => ControlFlow::Continue(()),
+            },
         };
-        read_each(self.store, meta, req, &mut whole_row)
+        let (meta, sel) = (self.meta, self.sel);
+        visit_chunks(meta, sel, row, self.now_us, self.horizon_us, stats, &mut visit_chunk)
     }
 }
 

@@ -13,7 +13,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use almanac_engine::clock::Clock;
-use almanac_timeseries::query::Part;
+use almanac_timeseries::block::Stats;
+use almanac_timeseries::query::{Part, Piece, scan_partials};
 
 use common::*;
 
@@ -96,6 +97,70 @@ fn as_model(points: &[Point]) -> BTreeMap<Key, Stored> {
         .collect()
 }
 
+/// Per series: points, and the minimum, maximum and sum of their double value.
+type Folded = BTreeMap<(String, String), (u64, f64, f64, f64)>;
+
+fn fold(out: &mut Folded, series: (String, String), points: u64, min: f64, max: f64, sum: f64) {
+    let e = out
+        .entry(series)
+        .or_insert((0, f64::INFINITY, f64::NEG_INFINITY, 0.0));
+    *e = (e.0 + points, e.1.min(min), e.2.max(max), e.3 + sum);
+}
+
+/// What an aggregate over `sel` reads through [`scan_partials`]: whole buckets by their
+/// stored summaries, edge buckets by summaries of their points inside the window.
+fn partials(f: &Fixture, t: &str, sel: &Selection) -> Result<Folded> {
+    let meta = f.ts.describe_table("db1", t)?;
+    let mut out = Folded::new();
+    let mut failure = None;
+    scan_partials(f.ts.store().as_ref(), &meta, sel, &mut |piece| {
+        match piece {
+            Piece::Bucket {
+                measure_name,
+                dimensions,
+                summary,
+            } => {
+                let column = summary.columns.iter().find(|c| c.name.is_empty() || c.name == "a");
+                match column.and_then(|c| c.stats.map(|s| (c.count, s))) {
+                    Some((count, Stats::Double { min, max, sum })) => fold(
+                        &mut out,
+                        (measure_name, dimensions[0].1.to_string()),
+                        count,
+                        min,
+                        max,
+                        sum,
+                    ),
+                    other => failure = Some(format!("no double column: {other:?}")),
+                }
+            }
+            Piece::Point(p) => {
+                let v: f64 = value_of(&p).parse().unwrap_or(f64::NAN);
+                let series = (p.measure_name.to_string(), p.dimensions[0].1.to_string());
+                fold(&mut out, series, 1, v, v, v);
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(out),
+    }
+}
+
+/// The model's [`partials`] of its points in `window` (ms) that `keep` selects.
+fn folded_in(
+    model: &BTreeMap<Key, Stored>,
+    window: std::ops::Range<i64>,
+    keep: impl Fn(&Key) -> bool,
+) -> Folded {
+    let mut out = Folded::new();
+    for (key, (_, value)) in model.iter().filter(|(k, _)| window.contains(&k.2) && keep(k)) {
+        let v: f64 = value.parse().unwrap_or(f64::NAN);
+        fold(&mut out, (key.0.clone(), key.1.clone()), 1, v, v, v);
+    }
+    out
+}
+
 /// Series → newest time (ms) of the points given.
 fn newest(points: &[Point]) -> BTreeMap<(String, String), i64> {
     points
@@ -165,6 +230,12 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
             want,
             "{ctx}: window {start}..{end} pinned={pinned}"
         );
+        // What aggregates read: stored summaries of whole buckets, the edges decoded.
+        assert_eq!(
+            partials(f, t, &sel)?,
+            folded_in(model, start..end, |(m, h, _)| m == "cpu" && (!pinned || h == host)),
+            "{ctx}: partials of {start}..{end} pinned={pinned}"
+        );
         // The partitions of a parallel scan read every point once between them.
         let count = 1 + rng.below(4) as usize;
         let mut shared = Vec::new();
@@ -184,6 +255,20 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
             as_model(&shared),
             want,
             "{ctx}: {count} partitions of {start}..{end} pinned={pinned}"
+        );
+    }
+    // A window of whole hours has no edge bucket; one inside an hour is one edge.
+    let hour = start - start.rem_euclid(HOUR_MS);
+    for (start, end) in [(hour, hour + 3 * HOUR_MS), (hour + 1, hour + HOUR_MS - 1)] {
+        let sel = Selection {
+            start_ns: start * 1_000_000,
+            end_ns: end * 1_000_000,
+            ..Selection::default()
+        };
+        assert_eq!(
+            partials(f, t, &sel)?,
+            folded_in(model, start..end, |_| true),
+            "{ctx}: partials of {start}..{end}"
         );
     }
     // The newest point of every series, and the newest before a time inside a window.
