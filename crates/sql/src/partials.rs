@@ -206,7 +206,10 @@ impl PartialsScan {
 
 /// The value of dimension `name` among a series' dimensions.
 fn dimension<'a>(dimensions: &'a [DimensionPair<'static>], name: &str) -> Option<&'a str> {
-    dimensions.iter().find(|(n, _)| n == name).map(|(_, v)| &**v)
+    dimensions
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| &**v)
 }
 
 impl Producer for PartialsScan {

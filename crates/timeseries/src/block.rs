@@ -194,6 +194,17 @@ impl ColumnValues {
         self.len() == 0
     }
 
+    /// The `i`th value.
+    pub fn get(&self, i: usize) -> Option<Value> {
+        match self {
+            Self::Double(v) => v.get(i).map(|&x| Value::Double(x)),
+            Self::Bigint(v) => v.get(i).map(|&x| Value::Bigint(x)),
+            Self::Varchar(v) => v.get(i).map(|x| Value::Varchar(x.clone())),
+            Self::Boolean(v) => v.get(i).map(|&x| Value::Boolean(x)),
+            Self::Timestamp(v) => v.get(i).map(|&x| Value::Timestamp(x)),
+        }
+    }
+
     /// The values one by one.
     pub fn into_values(self) -> Box<dyn Iterator<Item = Value>> {
         match self {
@@ -230,6 +241,17 @@ pub fn decode_block_keeping(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<BlockPoint>> {
     decode::decode_block(bytes, multi, keep)
+}
+
+/// The newest point of a block with `start <= time < end` (`window`), as
+/// [`decode_block_keeping`] gives it, without decoding the others into points.
+pub fn decode_newest_within(
+    bytes: &[u8],
+    multi: bool,
+    keep: &dyn Fn(&str) -> bool,
+    window: (i64, i64),
+) -> Result<Option<BlockPoint>> {
+    decode::decode_newest_within(bytes, multi, keep, window)
 }
 
 /// Decodes a block column by column, only the attributes whose names `keep` accepts

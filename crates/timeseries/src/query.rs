@@ -778,7 +778,15 @@ impl<S: WideColumnStore> EdgeBuckets<'_, S> {
             },
         };
         let (meta, sel) = (self.meta, self.sel);
-        visit_chunks(meta, sel, row, self.now_us, self.horizon_us, stats, &mut visit_chunk)
+        visit_chunks(
+            meta,
+            sel,
+            row,
+            self.now_us,
+            self.horizon_us,
+            stats,
+            &mut visit_chunk,
+        )
     }
 }
 

@@ -56,7 +56,8 @@ use almanac_engine::rowset::{RowRange, RowSet, prefix_successor};
 use almanac_engine::{Cell, ReadRequest, Row};
 
 use crate::block::{
-    BlockPoint, BlockSummary, MAX_BLOCK_POINTS, decode_block_keeping, encode_block,
+    BlockPoint, BlockSummary, MAX_BLOCK_POINTS, decode_block_keeping, decode_newest_within,
+    encode_block,
 };
 use crate::catalog::{
     BLOCK_FAMILY, MEASURE_FAMILY, META_FAMILY, SealLease, SeriesCatalog, TableHandle, TableMeta,
@@ -243,14 +244,12 @@ pub(crate) fn live_block_points(
 ) -> Result<Vec<BlockPoint>> {
     let horizon_us = retention_horizon_us(meta, now_us);
     let keep = |name: &str| project.is_none_or(|p| p.iter().any(|a| a == name));
-    let mut points = decode_block_keeping(value, multi, &keep)?;
-    if let Some((start, end)) = newest_in {
-        // Block points are in time order.
-        let newest = points
-            .iter()
-            .rposition(|p| p.time_ns >= start && p.time_ns < end);
-        points = newest.map(|i| points.swap_remove(i)).into_iter().collect();
-    }
+    let mut points = match newest_in {
+        Some(window) => decode_newest_within(value, multi, &keep, window)?
+            .into_iter()
+            .collect(),
+        None => decode_block_keeping(value, multi, &keep)?,
+    };
     points.retain(|p| cell_ts_us(p.time_ns) >= horizon_us);
     Ok(points)
 }

@@ -120,11 +120,14 @@ fn partials(f: &Fixture, t: &str, sel: &Selection) -> Result<Folded> {
                 dimensions,
                 summary,
             } => {
-                let column = summary.columns.iter().find(|c| c.name.is_empty() || c.name == "a");
+                let column = summary
+                    .columns
+                    .iter()
+                    .find(|c| c.name.is_empty() || c.name == "a");
                 match column.and_then(|c| c.stats.map(|s| (c.count, s))) {
                     Some((count, Stats::Double { min, max, sum })) => fold(
                         &mut out,
-                        (measure_name, dimensions[0].1.to_string()),
+                        (measure_name.to_string(), dimensions[0].1.to_string()),
                         count,
                         min,
                         max,
@@ -154,7 +157,10 @@ fn folded_in(
     keep: impl Fn(&Key) -> bool,
 ) -> Folded {
     let mut out = Folded::new();
-    for (key, (_, value)) in model.iter().filter(|(k, _)| window.contains(&k.2) && keep(k)) {
+    for (key, (_, value)) in model
+        .iter()
+        .filter(|(k, _)| window.contains(&k.2) && keep(k))
+    {
         let v: f64 = value.parse().unwrap_or(f64::NAN);
         fold(&mut out, (key.0.clone(), key.1.clone()), 1, v, v, v);
     }
@@ -233,7 +239,8 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
         // What aggregates read: stored summaries of whole buckets, the edges decoded.
         assert_eq!(
             partials(f, t, &sel)?,
-            folded_in(model, start..end, |(m, h, _)| m == "cpu" && (!pinned || h == host)),
+            folded_in(model, start..end, |(m, h, _)| m == "cpu"
+                && (!pinned || h == host)),
             "{ctx}: partials of {start}..{end} pinned={pinned}"
         );
         // The partitions of a parallel scan read every point once between them.

@@ -10,7 +10,7 @@ use super::{columns, ints};
 use crate::error::Result;
 use std::borrow::Cow;
 
-use crate::model::{MeasureType, Measures};
+use crate::model::{MeasureType, Measures, Value};
 
 /// The fields of a block's header.
 pub(super) struct Header {
@@ -87,6 +87,65 @@ pub(super) fn decode_block(
         });
     }
     Ok(out)
+}
+
+/// The newest point with `start <= time < end`, as [`decode_block`] would give it,
+/// without making a point of the others.
+pub(super) fn decode_newest_within(
+    bytes: &[u8],
+    multi: bool,
+    keep: &dyn Fn(&str) -> bool,
+    (start, end): (i64, i64),
+) -> Result<Option<BlockPoint>> {
+    let keep_all = |_: &str| true;
+    let keep: &dyn Fn(&str) -> bool = if multi { keep } else { &keep_all };
+    let (columns, point_sets, sets) = decode_parts(bytes, multi, keep)?;
+    // Times are strictly increasing.
+    let Some(i) = columns
+        .times_ns
+        .iter()
+        .rposition(|&t| t >= start && t < end)
+    else {
+        return Ok(None);
+    };
+    let set = point_sets
+        .get(i)
+        .and_then(|&s| sets.get(s))
+        .ok_or_else(|| corrupt("a point without its attribute set"))?;
+    let value = |c: usize| -> Result<(String, Value)> {
+        let column = columns
+            .columns
+            .get(c)
+            .ok_or_else(|| corrupt("an attribute set names a missing column"))?;
+        // The column's values are those of the points that have one, in time order.
+        let at = match &column.points {
+            None => Some(i),
+            Some(points) => u32::try_from(i)
+                .ok()
+                .and_then(|i| points.binary_search(&i).ok()),
+        };
+        let v = at
+            .and_then(|at| column.values.get(at))
+            .ok_or_else(|| corrupt("column shorter than its attribute sets"))?;
+        Ok((column.name.clone(), v))
+    };
+    let measures = if multi {
+        let vs = set
+            .iter()
+            .map(|&c| value(c).map(|(name, v)| (Cow::Owned(name), v)))
+            .collect::<Result<Vec<_>>>()?;
+        Measures::Multi(vs)
+    } else {
+        let &c = set
+            .first()
+            .ok_or_else(|| corrupt("a single value without a column"))?;
+        Measures::Single(value(c)?.1)
+    };
+    Ok(Some(BlockPoint {
+        time_ns: columns.times_ns[i],
+        version: columns.versions.get(i).copied().unwrap_or_default(),
+        measures,
+    }))
 }
 
 /// The kept columns, each point's set number, and the sets (as numbers of kept

@@ -114,3 +114,42 @@ fn a_wide_sparse_block_decodes_in_linear_time() {
     assert_eq!(decode_block(&bytes, true).unwrap(), points);
     assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
 }
+
+#[test]
+fn the_newest_point_in_a_window_is_the_one_decoding_every_point_finds() {
+    let mut rng = super::XorShift(0x9e37_79b9_7f4a_7c15);
+    for case in 0..400 {
+        let multi = case % 2 == 0;
+        let points = super::random_points(&mut rng, 200, multi);
+        let bytes = encode_block(&points, multi).unwrap();
+        let (first, last) = (points[0].time_ns, points[points.len() - 1].time_ns);
+        let span = (last - first).max(1);
+        let cut = |x: u64| first + (x % span as u64) as i64;
+        let windows = [
+            (i64::MIN, i64::MAX),
+            (cut(rng.next()), cut(rng.next()).saturating_add(1)),
+            (first, first + 1),
+            (last, i64::MAX),
+            (last + 1, i64::MAX),
+        ];
+        for keep in [&(|_: &str| true) as &dyn Fn(&str) -> bool, &|n: &str| {
+            n == "m1"
+        }] {
+            let all = decode_block_keeping(&bytes, multi, keep).unwrap();
+            for (start, end) in windows {
+                let want = all
+                    .iter()
+                    .rev()
+                    .find(|p| p.time_ns >= start && p.time_ns < end)
+                    .cloned();
+                let got = decode_newest_within(&bytes, multi, keep, (start, end)).unwrap();
+                // As text: NaN values are equal there.
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "case {case}, window {start}..{end}"
+                );
+            }
+        }
+    }
+}
