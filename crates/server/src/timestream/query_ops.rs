@@ -264,7 +264,7 @@ pub async fn query(
         extension: format!("\"Almanac\":{extension}").into(),
     };
     let end = rows.page_end(0, max_rows, MAX_PAGE_BYTES);
-    let first = rows.slice(0, end).to_string();
+    let first = rows.slice(0, end);
     let next_token = if end < rows.len() {
         let token = cache
             .insert(header.clone(), sql, rows, end, Instant::now())

@@ -100,24 +100,30 @@ fn push_date(out: &mut String, days: i64) {
     push_digits(out, d.unsigned_abs(), 2);
 }
 
-/// Appends the last `width` decimal digits of `v`, zero-padded.
-fn push_digits(out: &mut String, v: u64, width: u32) {
-    for place in (0..width).rev() {
-        let digit = (v / 10u64.pow(place) % 10) as u8;
-        out.push(char::from(b'0' + digit));
+/// Appends the last `width` (at most 20) decimal digits of `v`, zero-padded.
+fn push_digits(out: &mut String, mut v: u64, width: u32) {
+    let mut buf = [b'0'; 20];
+    let digits = &mut buf[..(width as usize).min(20)];
+    for b in digits.iter_mut().rev() {
+        *b = b'0' + (v % 10) as u8;
+        v /= 10;
     }
+    out.extend(digits.iter().map(|&b| char::from(b)));
 }
 
 /// Appends `HH:MM:SS.nnnnnnnnn` of `ns` in `[0, DAY_NS)`.
 fn push_time_of_day(out: &mut String, ns: i128) {
-    let secs = (ns / SECOND_NS) as u64;
+    // In [0, DAY_NS): u64 arithmetic, not i128.
+    let ns = ns.clamp(0, DAY_NS - 1) as u64;
+    let second = SECOND_NS as u64;
+    let secs = ns / second;
     push_digits(out, secs / 3600, 2);
     out.push(':');
     push_digits(out, secs / 60 % 60, 2);
     out.push(':');
     push_digits(out, secs % 60, 2);
     out.push('.');
-    push_digits(out, (ns % SECOND_NS) as u64, 9);
+    push_digits(out, ns % second, 9);
 }
 
 /// `YYYY-MM-DD HH:MM:SS.nnnnnnnnn` of nanoseconds since the epoch (UTC).
@@ -130,6 +136,19 @@ pub fn timestamp(ns: i128) -> String {
 
 /// Appends [`timestamp`]'s text.
 pub fn push_timestamp(out: &mut String, ns: i128) {
+    if let Ok(ns) = i64::try_from(ns) {
+        // Every timestamp of nanoseconds in an i64: i64 arithmetic, not i128.
+        let day = DAY_NS as i64;
+        push_date(out, ns.div_euclid(day));
+        out.push(' ');
+        push_time_of_day(out, i128::from(ns.rem_euclid(day)));
+        return;
+    }
+    push_timestamp_wide(out, ns);
+}
+
+/// [`push_timestamp`] in i128 arithmetic, for times past an i64 of nanoseconds.
+fn push_timestamp_wide(out: &mut String, ns: i128) {
     push_date(out, ns.div_euclid(DAY_NS) as i64);
     out.push(' ');
     push_time_of_day(out, ns.rem_euclid(DAY_NS));
@@ -233,6 +252,21 @@ mod tests {
             "9999-12-31 23:59:59.999999999"
         );
         assert_eq!(&timestamp(253_402_300_800 * SECOND_NS)[..6], "10000-");
+    }
+
+    #[test]
+    fn timestamps_in_i64_read_the_same_as_in_i128() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            for ns in [state as i64, (state >> 8) as i64, -((state >> 3) as i64)] {
+                let mut wide = String::new();
+                push_timestamp_wide(&mut wide, i128::from(ns));
+                assert_eq!(timestamp(i128::from(ns)), wide, "{ns}");
+            }
+        }
     }
 
     #[test]

@@ -327,7 +327,7 @@ impl ResultCache {
         };
         Ok(Page {
             header: entry.header.clone(),
-            rows: entry.rows.slice(start, end).to_string(),
+            rows: entry.rows.slice(start, end),
             row_count: end - start,
             next_token,
         })
