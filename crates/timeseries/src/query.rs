@@ -390,7 +390,7 @@ fn scan_rows<S: WideColumnStore>(
                 RowFilter::CellsPerRowLimit(1),
                 RowFilter::StripValue,
             ]));
-            let Some(row) = first_row(store, meta, &cursor, &range.end, probe)? else {
+            let Some(row) = edge_row(store, meta, &cursor, &range.end, probe, false)? else {
                 break;
             };
             let series = series_of(&row.key)?;
@@ -790,17 +790,6 @@ impl<S: WideColumnStore> EdgeBuckets<'_, S> {
     }
 }
 
-/// The first row from `start` to `end` that passes `filter`.
-fn first_row<S: WideColumnStore>(
-    store: &S,
-    meta: &TableMeta,
-    start: &Bound<Vec<u8>>,
-    end: &Bound<Vec<u8>>,
-    filter: Option<RowFilter>,
-) -> Result<Option<Row>> {
-    edge_row(store, meta, start, end, filter, false)
-}
-
 /// The first row (the last, `reversed`) from `start` to `end` that passes `filter`.
 fn edge_row<S: WideColumnStore>(
     store: &S,
@@ -861,7 +850,7 @@ pub fn latest<S: WideColumnStore>(
     let mut ordinal = 0;
     for range in ranges {
         let mut cursor = range.start.clone();
-        while let Some(row) = first_row(store, meta, &cursor, &range.end, filter.clone())? {
+        while let Some(row) = edge_row(store, meta, &cursor, &range.end, filter.clone(), false)? {
             stats.rows += 1;
             let series = series_of(&row.key)?;
             ordinal += 1;

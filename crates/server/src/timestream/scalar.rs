@@ -254,13 +254,19 @@ mod tests {
         assert_eq!(&timestamp(253_402_300_800 * SECOND_NS)[..6], "10000-");
     }
 
+    /// xorshift64: the next of a reproducible stream of random bits.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
     #[test]
     fn timestamps_in_i64_read_the_same_as_in_i128() {
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = next(&mut state);
             for ns in [state as i64, (state >> 8) as i64, -((state >> 3) as i64)] {
                 let mut wide = String::new();
                 push_timestamp_wide(&mut wide, i128::from(ns));
@@ -273,9 +279,7 @@ mod tests {
     fn doubles_in_the_plain_range_match_the_general_formatting() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = next(&mut state);
             let x = f64::from_bits(state);
             let general = java_float(x, || format!("{x}"), || format!("{x:e}"));
             assert_eq!(double(x), general, "{x:?}");
