@@ -876,7 +876,7 @@ pub fn latest<S: WideColumnStore>(
     Ok((out, stats))
 }
 
-/// [`latest`] without a time window where time runs forwards in keys: the series'
+/// [`latest`] without a time window where time runs forwards in keys: the series
 /// walked from the last, each found by the read of its newest row (the last row before
 /// the series after it), so one read a series instead of a probe and a read. Points
 /// come in key order.
