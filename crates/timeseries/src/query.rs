@@ -829,8 +829,10 @@ fn series_of(key: &[u8]) -> Result<Vec<u8>> {
     Ok(key[..keys::series_len(key)?].to_vec())
 }
 
-/// The newest selected point of every series: two short reads per series (find the
-/// next series, read its newest row) instead of a scan of every point.
+/// The newest selected point of every series, without a scan of every point: one
+/// reversed read a series without a time window over keys whose time runs forwards
+/// (`latest_backwards`), else two short reads a series (find the next series, read
+/// its newest row in the window).
 pub fn latest<S: WideColumnStore>(
     store: &S,
     meta: &TableMeta,
