@@ -901,11 +901,7 @@ fn latest_backwards<S: WideColumnStore>(
             ordinal += 1;
             if Part::owns(sel.part, ordinal - 1) {
                 stats.cells += row.cells.len() as u64;
-                let best = decode_newest(meta, sel, &row, now_us)?
-                    .into_iter()
-                    .filter_map(|p| keep(sel, p))
-                    .max_by_key(|p| p.time_ns);
-                if let Some(p) = best {
+                if let Some(p) = decode_newest(meta, sel, &row, now_us)? {
                     stats.points += 1;
                     out.push(p);
                 }
@@ -968,11 +964,7 @@ fn latest_listed<S: WideColumnStore>(
         };
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
-        let best = decode_newest(meta, sel, &row, now_us)?
-            .into_iter()
-            .filter_map(|p| keep(sel, p))
-            .max_by_key(|p| p.time_ns);
-        let best = match best {
+        let best = match decode_newest(meta, sel, &row, now_us)? {
             None if windowed => newest_in_window(store, meta, sel, s, &mut stats)?,
             best => best,
         };
@@ -984,20 +976,25 @@ fn latest_listed<S: WideColumnStore>(
     Ok((out, stats))
 }
 
-/// The points of `row` the newest selected point is among: a sealed block's newest
-/// point in the window only (unless the selection keeps points by their attributes,
-/// which the newest point may lack), and every row-form point.
+/// The newest selected point of `row`, among a sealed block's newest point in the
+/// window only (unless the selection keeps points by their attributes, which the
+/// newest point may lack) and every row-form point.
 fn decode_newest(
     meta: &TableMeta,
     sel: &Selection,
     row: &Row,
     now_us: i64,
-) -> Result<Vec<Point<'static>>> {
+) -> Result<Option<Point<'static>>> {
     let window = sel
         .attributes
         .is_none()
         .then_some((sel.start_ns, sel.end_ns));
-    decode_row_within(meta, row, now_us, sel.project.as_deref(), window)
+    Ok(
+        decode_row_within(meta, row, now_us, sel.project.as_deref(), window)?
+            .into_iter()
+            .filter_map(|p| keep(sel, p))
+            .max_by_key(|p| p.time_ns),
+    )
 }
 
 /// The newest selected point of one series: in its newest row (`first`, the series'
@@ -1035,10 +1032,7 @@ fn newest_point<S: WideColumnStore>(
         return Ok(None);
     };
     stats.cells += row.cells.len() as u64;
-    Ok(decode_newest(meta, sel, &row, store.now_us())?
-        .into_iter()
-        .filter_map(|p| keep(sel, p))
-        .max_by_key(|p| p.time_ns))
+    decode_newest(meta, sel, &row, store.now_us())
 }
 
 /// The newest selected point of one series within the selection's time window, read
@@ -1066,11 +1060,8 @@ fn newest_in_window<S: WideColumnStore>(
         stats.rows += 1;
         stats.cells += row.cells.len() as u64;
         match decode_newest(meta, sel, &row, now_us) {
-            Ok(points) => {
-                best = points
-                    .into_iter()
-                    .filter_map(|p| keep(sel, p))
-                    .max_by_key(|p| p.time_ns);
+            Ok(newest) => {
+                best = newest;
                 if best.is_some() {
                     return ControlFlow::Break(());
                 }
