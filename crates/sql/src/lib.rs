@@ -11,7 +11,8 @@
 //! 3. DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
 //!    parameters the optimizer moved); each provider turns the filters it is offered
 //!    into row ranges and storage filters ([`keyrange`], [`series`]) and reads through
-//!    [`source`], streaming record batches from a blocking thread;
+//!    [`source`], streaming record batches from a blocking thread; a query whose every
+//!    scan reads in one partition is planned for one ([`parallelism`]);
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.
 //!
@@ -36,6 +37,7 @@ mod lambda_bindings;
 mod latest_join;
 mod metadata;
 mod newest_max;
+mod parallelism;
 mod partials;
 mod planner;
 mod presto;
@@ -60,6 +62,7 @@ use datafusion::common::ParamValues;
 use datafusion::execution::FunctionRegistry as _;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::SessionStateDefaults;
+use datafusion::execution::TaskContext;
 use datafusion::execution::context::{SQLOptions, SessionConfig, SessionContext, SessionState};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -129,7 +132,12 @@ impl Prepared {
     /// counters fill as it runs. Dropping the stream stops the query.
     pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
         self.qualifiers.fill(self.frame.logical_plan())?;
-        let task = self.frame.task_ctx();
+        let (mut state, plan) = self.frame.into_parts();
+        let plan = state.optimize(&plan)?;
+        if parallelism::reads_in_one_partition(&plan) {
+            state.config_mut().options_mut().execution.target_partitions = 1;
+        }
+        let task = TaskContext::from(&state);
         let shared = task.runtime_env();
         let runtime = RuntimeEnv {
             memory_pool: Arc::new(budget::QueryPool::new(self.limits, self.load.clone())),
@@ -138,7 +146,10 @@ impl Prepared {
             object_store_registry: shared.object_store_registry.clone(),
         };
         let task = Arc::new(task.with_runtime(Arc::new(runtime)));
-        let plan = self.frame.create_physical_plan().await?;
+        let plan = state
+            .query_planner()
+            .create_physical_plan(&plan, &state)
+            .await?;
         let inner = datafusion::physical_plan::execute_stream(plan, task)?;
         let stream = budget::Bounded::wrap(inner, self.started, self.limits.time_limit, self.load);
         Ok((stream, self.counters))

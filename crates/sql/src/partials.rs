@@ -134,6 +134,11 @@ pub(crate) struct PartialsTable {
 }
 
 impl PartialsTable {
+    /// The table the partials are read from.
+    pub(crate) fn base(&self) -> &SeriesTable {
+        &self.base
+    }
+
     /// The partials of `base`'s table; the key columns are always all there.
     pub(crate) fn new(base: SeriesTable, partials: Vec<Partial>) -> Self {
         let meta = base.meta().clone();
