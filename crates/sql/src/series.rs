@@ -316,11 +316,12 @@ impl SeriesTable {
         !sel.dimensions.is_empty() && sel.end_ns.saturating_sub(sel.start_ns) <= bucket_ns
     }
 
-    /// Whether a scan under `filters` reads in one partition, however many cores.
+    /// Whether a scan under `filters` reads in one partition, however many cores,
+    /// because it is small ([`Self::small`]); a scan that cannot be split (a window
+    /// without an end, the whole table) may be large, and its rows are still dealt
+    /// out to the cores after it.
     pub(crate) fn reads_in_one_partition(&self, filters: &[Expr]) -> bool {
-        self.partitioned(self.selections(filters), MAX_SCAN_PARTITIONS)
-            .len()
-            == 1
+        matches!(self.selections(filters).as_slice(), [one] if self.small(one))
     }
 
     /// Whether a filter conjunct passes either every point of a series that the scan's

@@ -493,7 +493,8 @@ async fn newest_times_come_from_the_newest_point_of_each_series() -> Result {
 /// A query whose every scan reads in one partition (narrowed by a dimension to at
 /// most one bucket) is planned for one partition, with no exchange between partitions,
 /// and answers as the same question over every series, split among the cores, does; a
-/// window longer than a bucket is still split.
+/// window longer than a bucket, or without an end (a scan that cannot be split, its rows
+/// dealt out after it), is planned for every core.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition() -> Result {
     let (engine, ts, _dir) = common::open("one-partition", NOW_MS)?;
@@ -503,6 +504,7 @@ async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition
     let split = std::thread::available_parallelism().map_or(1, usize::from) > 1;
     let bucket = window((ALIGNED.0, ALIGNED.0 + BUCKET_MS));
     let longer = window(INSIDE);
+    let open = format!("time >= from_milliseconds({})", INSIDE.0);
     for t in &tables {
         let query = |filter: &str, window: &str| {
             format!(
@@ -511,7 +513,7 @@ async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition
             )
         };
         // `lower(hostname)`: a filter the scan cannot take, so it reads every series.
-        for (window, one) in [(&bucket, true), (&longer, false)] {
+        for (window, one) in [(&bucket, true), (&longer, false), (&open, false)] {
             let narrowed = query("hostname = 'h2'", window);
             let everything = query("lower(hostname) = 'h2'", window);
             let mut plans = Vec::new();
