@@ -12,7 +12,7 @@
 //!    parameters the optimizer moved); each provider turns the filters it is offered
 //!    into row ranges and storage filters ([`keyrange`], [`series`]) and reads through
 //!    [`source`], streaming record batches from a blocking thread; a query whose every
-//!    scan is narrowed to a few series and one bucket is planned for one partition
+//!    scan is narrowed to a few series and an hour is planned for one partition
 //!    ([`parallelism`]);
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.

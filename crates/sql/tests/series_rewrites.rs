@@ -490,8 +490,8 @@ async fn newest_times_come_from_the_newest_point_of_each_series() -> Result {
     Ok(())
 }
 
-/// A query whose every scan reads in one partition (narrowed by a dimension to at
-/// most one bucket) is planned for one partition, with no exchange between partitions,
+/// A query whose every scan reads in one partition (narrowed by a dimension to a
+/// window within two buckets) is planned for one partition, with no exchange between partitions,
 /// and answers as the same question over every series, split among the cores, does; a
 /// window longer than a bucket, or without an end (a scan that cannot be split, its rows
 /// dealt out after it), is planned for every core.
@@ -505,6 +505,12 @@ async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition
     let bucket = window((ALIGNED.0, ALIGNED.0 + BUCKET_MS));
     let longer = window(INSIDE);
     let open = format!("time >= from_milliseconds({})", INSIDE.0);
+    // Closed at both ends: a bucket and the first millisecond of the next.
+    let between = format!(
+        "time BETWEEN from_milliseconds({}) AND from_milliseconds({})",
+        ALIGNED.0,
+        ALIGNED.0 + BUCKET_MS
+    );
     for t in &tables {
         let query = |filter: &str, window: &str| {
             format!(
@@ -513,7 +519,12 @@ async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition
             )
         };
         // `lower(hostname)`: a filter the scan cannot take, so it reads every series.
-        for (window, one) in [(&bucket, true), (&longer, false), (&open, false)] {
+        for (window, one) in [
+            (&bucket, true),
+            (&between, true),
+            (&longer, false),
+            (&open, false),
+        ] {
             let narrowed = query("hostname = 'h2'", window);
             let everything = query("lower(hostname) = 'h2'", window);
             let mut plans = Vec::new();
