@@ -36,8 +36,6 @@ pub const TIME: &str = "time";
 /// A scan of a time-series table runs in at most this many partitions (each a
 /// blocking thread), however many the session allows.
 const MAX_SCAN_PARTITIONS: usize = 16;
-/// Nanoseconds in a second.
-const NS_PER_SEC: i64 = 1_000_000_000;
 /// Prefix of the single-measure value columns (`measure_value::double`, …).
 pub const MEASURE_VALUE_PREFIX: &str = "measure_value::";
 
@@ -308,17 +306,12 @@ impl SeriesTable {
     /// Whether `sel` is narrowed by a dimension to a window within two adjacent buckets
     /// (an hour's window, even one closed at both ends as `BETWEEN` is): a few series,
     /// each read in one or two blocks, is less work than the walk over every series of
-    /// the range that each partition would repeat to find them. Over
-    /// the TSBS day (one host or one region of eleven hosts, one hour, max by minute),
-    /// one partition saves 15% and 27% of the server's CPU a query; over twelve hours
-    /// a region's hosts took 40% longer on one core than on two (docs/benchmarks.md).
+    /// the range that each partition would repeat to find them. Over the TSBS day (one
+    /// host or one region of eleven hosts, one hour, max by minute), one partition
+    /// saves 15% and 27% of the server's CPU a query; over twelve hours a region's
+    /// hosts took 40% longer on one core than on two (docs/benchmarks.md).
     fn small(&self, sel: &Selection) -> bool {
-        let bucket_ns = self
-            .meta
-            .layout
-            .bucket_secs
-            .saturating_mul(NS_PER_SEC)
-            .max(1);
+        let bucket_ns = self.meta.layout.bucket_ns().max(1);
         let first = sel.start_ns.div_euclid(bucket_ns);
         let last = sel.end_ns.saturating_sub(1).div_euclid(bucket_ns);
         !sel.dimensions.is_empty() && sel.end_ns > sel.start_ns && last - first < 2

@@ -491,10 +491,10 @@ async fn newest_times_come_from_the_newest_point_of_each_series() -> Result {
 }
 
 /// A query whose every scan reads in one partition (narrowed by a dimension to a
-/// window within two buckets) is planned for one partition, with no exchange between partitions,
-/// and answers as the same question over every series, split among the cores, does; a
-/// window longer than a bucket, or without an end (a scan that cannot be split, its rows
-/// dealt out after it), is planned for every core.
+/// window within two buckets) is planned for one partition, with no exchange between
+/// partitions, and answers as the same question over every series, split among the
+/// cores, does; a window over more buckets, or without an end (a scan that cannot be
+/// split, its rows dealt out after it), is planned for every core.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition() -> Result {
     let (engine, ts, _dir) = common::open("one-partition", NOW_MS)?;

@@ -7,6 +7,7 @@
 //! (`almanac:layout`, `almanac:bucket`, `almanac:reverse-time`, `almanac:seal`); see
 //! [`Layout::from_tags`].
 
+use almanac_engine::calendar::NANOS_PER_SEC;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -115,6 +116,11 @@ impl Default for Layout {
 }
 
 impl Layout {
+    /// The bucket's length in nanoseconds.
+    pub fn bucket_ns(&self) -> i64 {
+        self.bucket_secs.saturating_mul(NANOS_PER_SEC)
+    }
+
     /// Checks the bucket size.
     pub fn validate(&self) -> Result<()> {
         if !(MIN_BUCKET_SECS..=MAX_BUCKET_SECS).contains(&self.bucket_secs) {

@@ -182,7 +182,7 @@ fn time_range(meta: &TableMeta, series: &[u8], sel: &Selection) -> RowRange {
     };
     if layout.seal && !layout.pattern.is_bucketed() {
         // The first bucket may be sealed: start at its block row (`seal::block_row`).
-        let bucket = layout.bucket_secs.saturating_mul(1_000_000_000);
+        let bucket = layout.bucket_ns();
         lo = bucket_start_ns(layout, lo);
         if layout.reverse_time {
             lo = lo.saturating_add(bucket - 1);

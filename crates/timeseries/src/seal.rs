@@ -108,18 +108,14 @@ impl SealStats {
     }
 }
 
-fn bucket_ns(layout: &Layout) -> i64 {
-    layout.bucket_secs.saturating_mul(NS_PER_SEC)
-}
-
 /// Start of the bucket holding `time_ns`.
 pub fn bucket_start_ns(layout: &Layout, time_ns: i64) -> i64 {
-    time_ns - time_ns.rem_euclid(bucket_ns(layout))
+    time_ns - time_ns.rem_euclid(layout.bucket_ns())
 }
 
 /// End of the bucket holding `time_ns`.
 fn bucket_end_ns(layout: &Layout, time_ns: i64) -> i64 {
-    bucket_start_ns(layout, time_ns).saturating_add(bucket_ns(layout))
+    bucket_start_ns(layout, time_ns).saturating_add(layout.bucket_ns())
 }
 
 /// How far front-ends' clocks may disagree (NTP keeps them within milliseconds):
@@ -151,7 +147,7 @@ fn first_component(layout: &Layout, start_ns: i64) -> String {
     if layout.pattern.is_bucketed() {
         keys::bucket_component(start_ns.div_euclid(NS_PER_SEC), layout.reverse_time)
     } else if layout.reverse_time {
-        keys::time_component(start_ns + bucket_ns(layout) - 1, true)
+        keys::time_component(start_ns + layout.bucket_ns() - 1, true)
     } else {
         keys::time_component(start_ns, false)
     }
@@ -167,7 +163,7 @@ pub fn block_row(layout: &Layout, series: &[u8], time_ns: i64) -> Vec<u8> {
 
 /// All rows of the bucket starting at `start_ns` in `series`, in key order.
 pub(crate) fn bucket_rows(layout: &Layout, series: &[u8], start_ns: i64) -> RowRange {
-    let last = start_ns + bucket_ns(layout) - 1;
+    let last = start_ns + layout.bucket_ns() - 1;
     let (lo, hi) = if layout.pattern.is_bucketed() {
         let c = first_component(layout, start_ns);
         (c.clone(), c)
