@@ -128,28 +128,29 @@ pub fn cell_key(row_prefix: &[u8], family_id: u32, qualifier: &[u8], ts_us: i64)
 }
 
 /// Length of the escaped-and-terminated field that starts at `from`, if well formed.
+/// Every cell read parses its key, so the escapes are found with `memchr`, not byte
+/// by byte.
 fn escaped_len(key: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     loop {
-        match key.get(i)? {
-            &ESCAPE => match *key.get(i + 1)? {
-                TERMINATOR => return Some(i + 2 - from),
-                ESCAPED_ZERO => i += 2,
-                _ => return None,
-            },
-            _ => i += 1,
+        i += memchr::memchr(ESCAPE, key.get(i..)?)?;
+        match *key.get(i + 1)? {
+            TERMINATOR => return Some(i + 2 - from),
+            ESCAPED_ZERO => i += 2,
+            _ => return None,
         }
     }
 }
 
 fn unescape(field: &[u8]) -> Vec<u8> {
-    let body = &field[..field.len().saturating_sub(2)];
-    let mut out = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        out.push(body[i]);
-        i += if body[i] == ESCAPE { 2 } else { 1 };
+    let mut rest = &field[..field.len().saturating_sub(2)];
+    let mut out = Vec::with_capacity(rest.len());
+    while let Some(at) = memchr::memchr(ESCAPE, rest) {
+        // The escape byte is the zero; the byte after it only marks it.
+        out.extend_from_slice(&rest[..=at]);
+        rest = rest.get(at + 2..).unwrap_or_default();
     }
+    out.extend_from_slice(rest);
     out
 }
 

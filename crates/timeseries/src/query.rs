@@ -610,10 +610,11 @@ pub enum Piece {
 /// point is inside the selection's time window comes as its stored summary, a sealed
 /// bucket that straddles the window's edge (or whose oldest points retention has
 /// collected) as a summary of its selected points, and every row-form point as
-/// itself, in key order.
+/// itself: in key order, but for the straddling buckets, which come last.
 ///
-/// Rows are read with the block cells left out and the summaries let through; a
-/// straddling bucket is read again whole and its block decoded column by column.
+/// Rows are read with the block cells left out and the summaries let through; the
+/// straddling buckets are read again whole after the scan, in one read, and their
+/// blocks decoded column by column.
 /// Tables not yet [`TableMeta::summarized`] give points only.
 pub fn scan_partials<S: WideColumnStore>(
     store: &S,
@@ -676,15 +677,12 @@ pub fn scan_partials<S: WideColumnStore>(
                 summary,
             }));
         }
-        // The bucket straddles the window: read the row again, block included, and
-        // summarize the points inside the window (they share the bucket, so any group
-        // of whole buckets holds all of them). Over a series directory, every such row
-        // is read again at the end, in one read.
-        if meta.indexed {
-            straddling.push(row.key.to_vec());
-            return Ok(ControlFlow::Continue(()));
-        }
-        edges.read(vec![row.key.to_vec()], &mut stats, visit)
+        // The bucket straddles the window: read the row again at the end, block
+        // included, and summarize the points inside the window (they share the
+        // bucket, so any group of whole buckets holds all of them). Every such row of
+        // the scan is read in one read, not one read a row.
+        straddling.push(row.key.to_vec());
+        Ok(ControlFlow::Continue(()))
     })?;
     for keys in straddling.chunks(MAX_RANGES_PER_READ) {
         if edges.read(keys.to_vec(), &mut stats, visit)?.is_break() {
