@@ -10,7 +10,8 @@
 //!    `UNNEST` rewritten ([`dialect`]);
 //! 3. DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
 //!    parameters the optimizer moved); each provider turns the filters it is offered
-//!    into row ranges and storage filters ([`keyrange`], [`series`]) and reads through
+//!    into row ranges and storage filters ([`keyrange`], [`series`]; a measure compared
+//!    with a literal drops points in the scan, [`value_filter`]) and reads through
 //!    [`source`], streaming record batches from a blocking thread; a query whose every
 //!    scan is narrowed to a few series and an hour is planned for one partition
 //!    ([`parallelism`]);
@@ -50,6 +51,7 @@ mod stats;
 mod tables;
 mod timeseries_fns;
 mod unpack;
+mod value_filter;
 mod versions;
 
 use std::sync::Arc;

@@ -4,8 +4,10 @@
 //!
 //! A scan turns DataFusion's filters into a [`Selection`] whatever the storage pattern:
 //! `measure_name = …` and `<dimension> = …` pick key prefixes, comparisons and BETWEEN
-//! on `time` bound the time range (keys and cell timestamps). DataFusion still applies
-//! every filter itself, so pushdown only narrows what is read.
+//! on `time` bound the time range (keys and cell timestamps), and a measure compared
+//! with a literal drops the points that cannot pass before they become rows
+//! ([`crate::value_filter`]). DataFusion still applies every filter itself, so
+//! pushdown only narrows what is read.
 
 use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
@@ -28,6 +30,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::builder::Builder;
 use crate::source::{Batches, Producer, Sink, scan_plan};
 use crate::stats::ScanCounters;
+use crate::value_filter::{ValueFilter, passing_runs};
 
 /// The measure-name column.
 pub const MEASURE_NAME: &str = "measure_name";
@@ -474,6 +477,9 @@ struct SeriesScan {
     limit: Option<usize>,
     counters: Arc<ScanCounters>,
     newest_only: bool,
+    /// Comparisons of measures with literals among the scan's filters: points that
+    /// cannot pass them are not appended.
+    value_filters: Arc<[ValueFilter]>,
 }
 
 /// The value of a measure column in a point (`None` for the other columns).
@@ -548,6 +554,9 @@ impl Producer for SeriesScan {
             let mut each = |chunk: Chunk| {
                 let n = match &chunk {
                     Chunk::Point(p) => {
+                        if !self.value_filters.iter().all(|f| f.may_pass(p)) {
+                            return ControlFlow::Continue(());
+                        }
                         self.append(&mut out.builders, p);
                         1
                     }
@@ -558,8 +567,12 @@ impl Producer for SeriesScan {
                         range,
                     } => {
                         let b = &mut out.builders;
-                        self.append_block(b, measure_name, dimensions, columns, range);
-                        range.len()
+                        let mut n = 0;
+                        for run in passing_runs(&self.value_filters, columns, range) {
+                            self.append_block(b, measure_name, dimensions, columns, &run);
+                            n += run.len();
+                        }
+                        n
                     }
                 };
                 if out.appended(n).is_break() || self.limit.is_some_and(|l| out.total >= l) {
@@ -605,7 +618,10 @@ impl TableProvider for SeriesTable {
             .iter()
             .map(|f| {
                 let mut probe = Selection::default();
-                if self.narrow(&mut probe, f) || self.alternatives(f).is_some() {
+                if self.narrow(&mut probe, f)
+                    || self.alternatives(f).is_some()
+                    || ValueFilter::supports(f, &self.columns)
+                {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
@@ -642,6 +658,12 @@ impl TableProvider for SeriesTable {
         for s in &mut selections {
             s.project.clone_from(&project);
         }
+        let mut value_filters = Vec::new();
+        for f in filters {
+            // Any comparison of a conjunction may be applied alone.
+            ValueFilter::collect(f, &self.columns, &mut value_filters);
+        }
+        let value_filters: Arc<[ValueFilter]> = value_filters.into();
         let partitions = self.partitioned(selections, state.config().target_partitions());
         let scans = partitions
             .into_iter()
@@ -654,6 +676,7 @@ impl TableProvider for SeriesTable {
                 limit,
                 counters: self.counters.clone(),
                 newest_only: self.newest_only,
+                value_filters: value_filters.clone(),
             })
             .collect();
         scan_plan(schema, scans, limit)

@@ -10,6 +10,9 @@
 //! - `max(time)` of groups of series and `DISTINCT` keys (`newest_max`): against the
 //!   same query over a subquery the rule does not see through, and the rows read show
 //!   the rewrite.
+//! - Comparisons of a measure with a literal applied in the scan (`value_filter`):
+//!   against the same comparison OR-ed with a condition the scan cannot take, in
+//!   every pattern, sealed and not; `EXPLAIN` shows which comparisons the scan took.
 
 use std::fmt::Write as _;
 
@@ -544,6 +547,62 @@ async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition
             let want = sql.query(&everything, &scope).await?;
             assert!(got.num_rows() > 3, "{narrowed}: {} rows", got.num_rows());
             assert_eq!(render(&got.batches)?, render(&want.batches)?, "{narrowed}");
+        }
+    }
+    Ok(())
+}
+
+/// The line of `EXPLAIN q` with the logical plan's table scan.
+async fn scan_line(sql: &SqlEngine, scope: &Scope, q: &str) -> Result<String> {
+    let explained = sql.query(&format!("EXPLAIN {q}"), scope).await?;
+    Ok(render(&explained.batches)?
+        .into_iter()
+        .flat_map(|l| l.lines().map(str::to_owned).collect::<Vec<_>>())
+        .find(|l| l.contains("TableScan"))
+        .unwrap_or_default())
+}
+
+#[tokio::test]
+async fn measure_comparisons_drop_points_in_the_scan_as_the_filter_does() -> Result {
+    let (engine, ts, _dir) = common::open("value-filters", NOW_MS)?;
+    let tables = load(&ts).await?;
+    let sql = SqlEngine::new(engine, ts)?;
+    let scope = Scope::instance("projects/p/instances/i");
+    let inside = window(INSIDE);
+    // `(comparison, the comparison the scan takes, if any)`; each is also asked OR-ed
+    // with a dimension no row has, which the scan cannot take.
+    let comparisons = [
+        ("usage_user > 50", Some("usage_user > Float64(50)")),
+        ("usage_user <= -5.5", Some("usage_user <= Float64(-5.5)")),
+        ("50 < usage_user", None),
+        (
+            "usage_system <> 62.5",
+            Some("usage_system != Float64(62.5)"),
+        ),
+        ("procs >= 0", Some("procs >= Int64(0)")),
+        ("usage_user > 30 AND procs < 0", Some("procs < Int64(0)")),
+        ("measure_value::double > 40", Some("Float64(40)")),
+    ];
+    for t in &tables {
+        for (cmp, pushed) in comparisons {
+            let query = |filter: &str| {
+                format!(
+                    "SELECT hostname, time, measure_name, usage_user, usage_system, procs, \
+                     measure_value::double FROM devops.{t} WHERE ({filter}) AND {inside}"
+                )
+            };
+            let taken = query(cmp);
+            let not_taken = query(&format!("{cmp} OR hostname = 'nobody'"));
+            let got = sql.query(&taken, &scope).await?;
+            let want = sql.query(&not_taken, &scope).await?;
+            assert!(want.num_rows() > 3, "{not_taken}: {} rows", want.num_rows());
+            assert_eq!(render(&got.batches)?, render(&want.batches)?, "{taken}");
+            if let Some(p) = pushed {
+                let line = scan_line(&sql, &scope, &taken).await?;
+                assert!(line.contains(p), "{taken}: {line}");
+            }
+            let line = scan_line(&sql, &scope, &not_taken).await?;
+            assert!(!line.contains("nobody"), "{not_taken}: {line}");
         }
     }
     Ok(())
