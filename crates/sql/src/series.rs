@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
-use almanac_timeseries::block::BlockColumns;
+use almanac_timeseries::block::{BlockColumn, BlockColumns};
 use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
 use almanac_timeseries::query::{self, Chunk, Part, Selection};
 use almanac_timeseries::{DimensionPair, SharedStore, TableMeta, TimeSeries};
@@ -75,6 +75,21 @@ pub(crate) enum Column {
 }
 
 impl Column {
+    /// The block column holding this measure column's values (`None` for the other
+    /// columns, or when no point of the block has the measure).
+    pub(crate) fn in_block<'b>(&self, block: &'b BlockColumns) -> Option<&'b BlockColumn> {
+        let (name, kind) = match self {
+            Self::Attribute(name, kind) => (name.as_str(), *kind),
+            // A single-value block's one column is named "".
+            Self::Single(kind) => ("", *kind),
+            _ => return None,
+        };
+        block
+            .columns
+            .iter()
+            .find(|bc| bc.name == name && bc.values.kind() == kind)
+    }
+
     pub(crate) fn name(&self) -> String {
         match self {
             Self::Dimension(n) | Self::Attribute(n, _) => n.clone(),
@@ -525,21 +540,10 @@ impl SeriesScan {
                 ),
                 Column::MeasureName => b.append_text_n(Some(measure_name), n),
                 Column::Time => b.append_times(&block.times_ns[range.clone()]),
-                Column::Single(t) | Column::Attribute(_, t) => {
-                    // A single-value block's one column is named "".
-                    let name = match c {
-                        Column::Attribute(name, _) => name.as_str(),
-                        _ => "",
-                    };
-                    match block
-                        .columns
-                        .iter()
-                        .find(|bc| bc.name == name && bc.values.kind() == *t)
-                    {
-                        Some(bc) => b.append_column(bc, range.clone()),
-                        None => b.append_nulls(n),
-                    }
-                }
+                Column::Single(_) | Column::Attribute(..) => match c.in_block(block) {
+                    Some(bc) => b.append_column(bc, range.clone()),
+                    None => b.append_nulls(n),
+                },
             }
         }
     }

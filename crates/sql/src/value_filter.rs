@@ -120,16 +120,7 @@ impl ValueFilter {
 
     /// Clears `keep[i]` for the points `range.start + i` of `block` that cannot pass.
     fn narrow_block(&self, block: &BlockColumns, range: &Range<usize>, keep: &mut [bool]) {
-        let (name, kind) = match &self.column {
-            Column::Attribute(name, kind) => (name.as_str(), *kind),
-            Column::Single(kind) => ("", *kind),
-            _ => return,
-        };
-        let Some(column) = block
-            .columns
-            .iter()
-            .find(|c| c.name == name && c.values.kind() == kind)
-        else {
+        let Some(column) = self.column.in_block(block) else {
             // No point of the block has the measure: every comparison is NULL.
             keep.fill(false);
             return;
