@@ -20,7 +20,7 @@ mod common;
 
 use almanac_sql::{Scope, SqlEngine};
 use almanac_timeseries::{Layout, NewTable, Pattern, Retention, SharedStore, TimeSeries};
-use common::{Result, multi, single};
+use common::{Result, TempDir, multi, single};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -137,6 +137,15 @@ async fn load(ts: &TimeSeries<SharedStore>) -> Result<Vec<String>> {
         ts.write_records("devops", t, None, std::slice::from_ref(&late))?;
     }
     Ok(tables)
+}
+
+/// An SQL engine over [`load`]'s tables, its scope, the tables (in pairs: sealed, then
+/// not) and the store's directory.
+async fn fixture(tag: &str) -> Result<(SqlEngine, Scope, Vec<String>, TempDir)> {
+    let (engine, ts, dir) = common::open(tag, NOW_MS)?;
+    let tables = load(&ts).await?;
+    let sql = SqlEngine::new(engine, ts)?;
+    Ok((sql, Scope::instance("projects/p/instances/i"), tables, dir))
 }
 
 /// The rows of a result, one line each, floats to 9 significant digits (sums of
@@ -270,10 +279,7 @@ fn queries() -> Vec<(String, bool)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summaries_answer_as_points_do() -> Result {
-    let (engine, ts, _dir) = common::open("series-rewrites", NOW_MS)?;
-    let tables = load(&ts).await?;
-    let sql = SqlEngine::new(engine, ts)?;
-    let scope = Scope::instance("projects/p/instances/i");
+    let (sql, scope, tables, _dir) = fixture("series-rewrites").await?;
     for pair in tables.chunks(2) {
         let [sealed, plain] = pair else { continue };
         for (q, rewritten) in queries() {
@@ -383,10 +389,7 @@ fn newest_queries() -> Vec<(String, String, bool)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newest_rows_per_group_come_from_the_newest_row_of_each_series() -> Result {
-    let (engine, ts, _dir) = common::open("newest-join", NOW_MS)?;
-    let tables = load(&ts).await?;
-    let sql = SqlEngine::new(engine, ts)?;
-    let scope = Scope::instance("projects/p/instances/i");
+    let (sql, scope, tables, _dir) = fixture("newest-join").await?;
     for t in &tables {
         let table = format!("devops.{t}");
         let all = sql
@@ -468,10 +471,7 @@ fn newest_max_queries() -> Vec<(String, String, bool)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newest_times_come_from_the_newest_point_of_each_series() -> Result {
-    let (engine, ts, _dir) = common::open("newest-max", NOW_MS)?;
-    let tables = load(&ts).await?;
-    let sql = SqlEngine::new(engine, ts)?;
-    let scope = Scope::instance("projects/p/instances/i");
+    let (sql, scope, tables, _dir) = fixture("newest-max").await?;
     for t in &tables {
         let table = format!("devops.{t}");
         for (query, filter, rewritten) in newest_max_queries() {
@@ -500,10 +500,7 @@ async fn newest_times_come_from_the_newest_point_of_each_series() -> Result {
 /// split, its rows dealt out after it), is planned for every core.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scan_narrowed_by_a_dimension_to_a_bucket_is_planned_for_one_partition() -> Result {
-    let (engine, ts, _dir) = common::open("one-partition", NOW_MS)?;
-    let tables = load(&ts).await?;
-    let sql = SqlEngine::new(engine, ts)?;
-    let scope = Scope::instance("projects/p/instances/i");
+    let (sql, scope, tables, _dir) = fixture("one-partition").await?;
     let split = std::thread::available_parallelism().map_or(1, usize::from) > 1;
     let bucket = window((ALIGNED.0, ALIGNED.0 + BUCKET_MS));
     let longer = window(INSIDE);
@@ -564,10 +561,7 @@ async fn scan_line(sql: &SqlEngine, scope: &Scope, q: &str) -> Result<String> {
 
 #[tokio::test]
 async fn measure_comparisons_drop_points_in_the_scan_as_the_filter_does() -> Result {
-    let (engine, ts, _dir) = common::open("value-filters", NOW_MS)?;
-    let tables = load(&ts).await?;
-    let sql = SqlEngine::new(engine, ts)?;
-    let scope = Scope::instance("projects/p/instances/i");
+    let (sql, scope, tables, _dir) = fixture("value-filters").await?;
     let inside = window(INSIDE);
     // `(comparison, the comparison the scan takes, if any)`; each is also asked OR-ed
     // with a dimension no row has, which the scan cannot take.
