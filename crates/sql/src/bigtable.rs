@@ -21,6 +21,7 @@ use almanac_engine::filter::RowFilter;
 use almanac_engine::rowset::RowSet;
 use almanac_engine::schema::{Aggregate, Granularity, TableInfo, ValueType};
 use almanac_engine::{ReadRequest, Row};
+use almanac_timeseries::query::SeriesQueue;
 use async_trait::async_trait;
 use datafusion::arrow::array::{
     Array, ArrayBuilder, ArrayRef, BinaryBuilder, Int64Builder, ListBuilder, MapBuilder,
@@ -368,7 +369,7 @@ fn latest_cells<'r>(
 }
 
 impl Producer for BigtableScan {
-    fn produce(&self, sink: &Sink) -> crate::Result<()> {
+    fn produce(&self, sink: &Sink, _queue: &Arc<SeriesQueue>) -> crate::Result<()> {
         let data = self
             .sources
             .read(&self.instance, &self.table, self.request.clone())?;

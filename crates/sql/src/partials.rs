@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use almanac_timeseries::block::{BlockSummary, Stats};
 use almanac_timeseries::model::{DimensionPair, MeasureType, Value};
-use almanac_timeseries::query::{Piece, Selection, scan_partials};
+use almanac_timeseries::query::{Piece, Selection, SeriesQueue, scan_partials};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
@@ -26,7 +26,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
 use crate::series::{Column, SeriesTable, arrow_type, value_of};
-use crate::source::{Batches, Producer, Sink, scan_plan};
+use crate::source::{Batches, Producer, Sink, scan_plan, sharing};
 
 /// One partial-aggregate column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -218,7 +218,7 @@ fn dimension<'a>(dimensions: &'a [DimensionPair<'static>], name: &str) -> Option
 }
 
 impl Producer for PartialsScan {
-    fn produce(&self, sink: &Sink) -> crate::Result<()> {
+    fn produce(&self, sink: &Sink, queue: &Arc<SeriesQueue>) -> crate::Result<()> {
         let builders = self
             .outputs
             .iter()
@@ -232,7 +232,7 @@ impl Producer for PartialsScan {
             let stats = scan_partials(
                 self.base.service().store().as_ref(),
                 self.base.meta(),
-                selection,
+                &sharing(selection, queue),
                 &mut |piece| {
                     self.append(&mut out.builders, &piece);
                     out.appended(1)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use almanac_timeseries::block::{BlockColumn, BlockColumns};
 use almanac_timeseries::model::{MeasureType, Measures, Point, Value};
-use almanac_timeseries::query::{self, Chunk, Part, Selection};
+use almanac_timeseries::query::{self, Chunk, Part, Selection, SeriesQueue};
 use almanac_timeseries::{DimensionPair, SharedStore, TableMeta, TimeSeries};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -28,7 +28,7 @@ use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProvide
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
-use crate::source::{Batches, Producer, Sink, scan_plan};
+use crate::source::{Batches, Producer, Sink, scan_plan, sharing};
 use crate::stats::ScanCounters;
 use crate::value_filter::{ValueFilter, passing_runs};
 
@@ -304,7 +304,11 @@ impl SeriesTable {
                 (0..n)
                     .map(|index| {
                         let mut sel = one.clone();
-                        sel.part = Some(Part { index, count: n });
+                        sel.part = Some(Part {
+                            index,
+                            count: n,
+                            queue: None,
+                        });
                         vec![sel]
                     })
                     .collect()
@@ -550,10 +554,11 @@ impl SeriesScan {
 }
 
 impl Producer for SeriesScan {
-    fn produce(&self, sink: &Sink) -> crate::Result<()> {
+    fn produce(&self, sink: &Sink, queue: &Arc<SeriesQueue>) -> crate::Result<()> {
         let builders = self.columns.iter().map(Builder::new).collect();
         let mut out = Batches::new(sink, self.schema.clone(), builders);
         for selection in &self.selections {
+            let selection = &*sharing(selection, queue);
             let store = self.ts.store().as_ref();
             let mut each = |chunk: Chunk| {
                 let n = match &chunk {

@@ -3,9 +3,13 @@
 //! [`BATCH_ROWS`] rows through a bounded channel, so a scan streams instead of
 //! loading the table, and stops when the query drops the stream (LIMIT, cancel).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use almanac_timeseries::Selection;
+use almanac_timeseries::query::{Part, SeriesQueue};
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -112,13 +116,55 @@ impl<'s> Batches<'s> {
 
 /// Fills a [`Sink`] from storage, on a blocking thread.
 pub trait Producer: Send + Sync + 'static {
-    /// Produces every batch (returns early when `sink.send` says stop).
-    fn produce(&self, sink: &Sink) -> crate::Result<()>;
+    /// Produces every batch (returns early when `sink.send` says stop). `queue` is
+    /// the series queue the partitions of this run of the scan share, for those that
+    /// split one selection by series.
+    fn produce(&self, sink: &Sink, queue: &Arc<SeriesQueue>) -> crate::Result<()>;
+}
+
+/// `sel`, taking its series from `queue` when it is one partition of a selection
+/// split by series ([`Selection::part`]).
+pub fn sharing<'s>(sel: &'s Selection, queue: &Arc<SeriesQueue>) -> Cow<'s, Selection> {
+    match &sel.part {
+        Some(part) => {
+            let mut sel = sel.clone();
+            sel.part = Some(Part {
+                queue: Some(queue.clone()),
+                ..part.clone()
+            });
+            Cow::Owned(sel)
+        }
+        None => Cow::Borrowed(sel),
+    }
+}
+
+/// The series queue of the current run of one scan: every partition of one execution
+/// of a plan gets the same [`TaskContext`] from DataFusion, and a new execution a new
+/// one, so a queue is made anew whenever the context it was made for is gone or is
+/// another.
+#[derive(Default)]
+struct Runs {
+    current: Mutex<Option<(Weak<TaskContext>, Arc<SeriesQueue>)>>,
+}
+
+impl Runs {
+    fn queue(&self, ctx: &Arc<TaskContext>) -> Arc<SeriesQueue> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*current {
+            Some((run, queue)) if Weak::ptr_eq(run, &Arc::downgrade(ctx)) => queue.clone(),
+            _ => {
+                let queue = Arc::new(SeriesQueue::default());
+                *current = Some((Arc::downgrade(ctx), queue.clone()));
+                queue
+            }
+        }
+    }
 }
 
 struct Partition<P> {
     schema: SchemaRef,
     producer: Arc<P>,
+    runs: Arc<Runs>,
 }
 
 impl<P> fmt::Debug for Partition<P> {
@@ -132,13 +178,14 @@ impl<P: Producer> PartitionStream for Partition<P> {
         &self.schema
     }
 
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), CHANNEL_BATCHES);
         let sink = Sink { tx: builder.tx() };
         let producer = self.producer.clone();
+        let queue = self.runs.queue(&ctx);
         builder.spawn_blocking(move || {
             producer
-                .produce(&sink)
+                .produce(&sink, &queue)
                 .map_err(|e| DataFusionError::External(Box::new(e)))
         });
         builder.build()
@@ -152,12 +199,14 @@ pub fn scan_plan<P: Producer>(
     producers: Vec<P>,
     limit: Option<usize>,
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let runs = Arc::new(Runs::default());
     let partitions = producers
         .into_iter()
         .map(|producer| {
             Arc::new(Partition {
                 schema: schema.clone(),
                 producer: Arc::new(producer),
+                runs: runs.clone(),
             }) as Arc<dyn PartitionStream>
         })
         .collect();
@@ -169,4 +218,23 @@ pub fn scan_plan<P: Producer>(
         false,
         limit,
     )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_partitions_of_one_run_share_a_queue_and_each_run_gets_its_own() {
+        let runs = Runs::default();
+        let first = Arc::new(TaskContext::default());
+        let queue = runs.queue(&first);
+        assert!(Arc::ptr_eq(&queue, &runs.queue(&first.clone())));
+        let second = Arc::new(TaskContext::default());
+        let next = runs.queue(&second);
+        assert!(!Arc::ptr_eq(&queue, &next), "a new run, a new queue");
+        drop(first);
+        let third = Arc::new(TaskContext::default());
+        assert!(!Arc::ptr_eq(&next, &runs.queue(&third)));
+    }
 }

@@ -39,6 +39,11 @@ use crate::seal::{
 };
 use crate::store::WideColumnStore;
 
+mod parts;
+
+use parts::{Found, Walk};
+pub use parts::{Part, SeriesQueue};
+
 /// Which points to read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Selection {
@@ -62,24 +67,6 @@ pub struct Selection {
     /// threads (see [`Part`]). Honoured by the reads that go series by series: a
     /// time window over series the selection does not pin, and [`latest`].
     pub part: Option<Part>,
-}
-
-/// One of `count` partitions of the series a selection reads: the series whose
-/// ordinal in key order is `index` modulo `count`. Every partition still finds every
-/// series (one short probe each) but reads only its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Part {
-    /// This partition, `0..count`.
-    pub index: usize,
-    /// Partitions in all (at least 1).
-    pub count: usize,
-}
-
-impl Part {
-    /// Whether the series with `ordinal` belongs to this partition.
-    fn owns(part: Option<Part>, ordinal: usize) -> bool {
-        part.is_none_or(|p| ordinal % p.count.max(1) == p.index)
-    }
 }
 
 /// Whether reading `sel` goes series by series, so that [`Selection::part`] can share
@@ -366,7 +353,7 @@ fn scan_rows<S: WideColumnStore>(
     on_row: &mut OnRow<'_>,
 ) -> Result<()> {
     if !splits_by_series(meta, sel, false) {
-        if !Part::owns(sel.part, 0) {
+        if !Part::is_first(sel.part.as_ref()) {
             // One series, or one walk over all: the first partition reads it.
             return Ok(());
         }
@@ -382,36 +369,27 @@ fn scan_rows<S: WideColumnStore>(
     if meta.indexed {
         return scan_listed(store, meta, sel, row_filter, on_row);
     }
-    let mut ordinal = 0;
-    for range in key_ranges(meta, sel).normalized() {
-        let mut cursor = range.start.clone();
-        loop {
-            let probe = Some(RowFilter::Chain(vec![
-                RowFilter::CellsPerRowLimit(1),
-                RowFilter::StripValue,
-            ]));
-            let Some(row) = edge_row(store, meta, &cursor, &range.end, probe, false)? else {
-                break;
-            };
-            let series = series_of(&row.key)?;
-            ordinal += 1;
-            if Part::owns(sel.part, ordinal - 1) {
-                let req = ReadRequest {
-                    rows: RowSet {
-                        keys: Vec::new(),
-                        ranges: vec![time_range(meta, &series, sel)],
-                    },
-                    filter: row_filter.clone(),
-                    ..ReadRequest::default()
-                };
-                if read_each(store, meta, req, on_row)?.is_break() {
-                    return Ok(());
-                }
-            }
-            match prefix_successor(&series) {
-                Some(next) => cursor = Bound::Included(next),
-                None => break,
-            }
+    let ranges = key_ranges(meta, sel).normalized();
+    let probe = Some(RowFilter::Chain(vec![
+        RowFilter::CellsPerRowLimit(1),
+        RowFilter::StripValue,
+    ]));
+    let mut walk = Walk::new(store, meta, &ranges, probe, false, sel.part.as_ref());
+    while let Some(found) = walk.next()? {
+        if !found.owned {
+            continue;
+        }
+        let series = found.series;
+        let req = ReadRequest {
+            rows: RowSet {
+                keys: Vec::new(),
+                ranges: vec![time_range(meta, &series, sel)],
+            },
+            filter: row_filter.clone(),
+            ..ReadRequest::default()
+        };
+        if read_each(store, meta, req, on_row)?.is_break() {
+            break;
         }
     }
     Ok(())
@@ -431,7 +409,7 @@ fn scan_listed<S: WideColumnStore>(
     let windows: Vec<RowRange> = series
         .iter()
         .enumerate()
-        .filter(|(ordinal, _)| Part::owns(sel.part, *ordinal))
+        .filter(|(ordinal, _)| Part::owns(sel.part.as_ref(), *ordinal))
         .map(|(_, s)| time_range(meta, s, sel))
         .collect();
     for ranges in windows.chunks(MAX_RANGES_PER_READ) {
@@ -847,30 +825,28 @@ pub fn latest<S: WideColumnStore>(
     if !windowed && !meta.layout.reverse_time {
         return latest_backwards(store, meta, sel, ranges, filter);
     }
-    let mut ordinal = 0;
-    for range in ranges {
-        let mut cursor = range.start.clone();
-        while let Some(row) = edge_row(store, meta, &cursor, &range.end, filter.clone(), false)? {
-            stats.rows += 1;
-            let series = series_of(&row.key)?;
-            ordinal += 1;
-            let best = if !Part::owns(sel.part, ordinal - 1) {
-                None
-            } else if windowed {
-                // A block passes the filter whatever its times, so the newest row may
-                // hold no point of the window: walk newest first to the first that does.
-                newest_in_window(store, meta, sel, &series, &mut stats)?
-            } else {
-                newest_point(store, meta, sel, row, &series, filter.clone(), &mut stats)?
-            };
-            if let Some(p) = best {
-                stats.points += 1;
-                out.push(p);
-            }
-            match prefix_successor(&series) {
-                Some(next) => cursor = Bound::Included(next),
-                None => break,
-            }
+    let mut walk = Walk::new(
+        store,
+        meta,
+        &ranges,
+        filter.clone(),
+        false,
+        sel.part.as_ref(),
+    );
+    while let Some(Found { row, series, owned }) = walk.next()? {
+        stats.rows += 1;
+        let best = if !owned {
+            None
+        } else if windowed {
+            // A block passes the filter whatever its times, so the newest row may
+            // hold no point of the window: walk newest first to the first that does.
+            newest_in_window(store, meta, sel, &series, &mut stats)?
+        } else {
+            newest_point(store, meta, sel, row, &series, filter.clone(), &mut stats)?
+        };
+        if let Some(p) = best {
+            stats.points += 1;
+            out.push(p);
         }
     }
     Ok((out, stats))
@@ -890,23 +866,15 @@ fn latest_backwards<S: WideColumnStore>(
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     let now_us = store.now_us();
-    let mut ordinal = 0;
-    for range in ranges.iter().rev() {
-        let mut end = range.end.clone();
-        while let Some(row) = edge_row(store, meta, &range.start, &end, filter.clone(), true)? {
-            stats.rows += 1;
-            let series = series_of(&row.key)?;
-            ordinal += 1;
-            if Part::owns(sel.part, ordinal - 1) {
-                stats.cells += row.cells.len() as u64;
-                if let Some(p) = decode_newest(meta, sel, &row, now_us)? {
-                    stats.points += 1;
-                    out.push(p);
-                }
+    let mut walk = Walk::new(store, meta, &ranges, filter, true, sel.part.as_ref());
+    while let Some(Found { row, owned, .. }) = walk.next()? {
+        stats.rows += 1;
+        if owned {
+            stats.cells += row.cells.len() as u64;
+            if let Some(p) = decode_newest(meta, sel, &row, now_us)? {
+                stats.points += 1;
+                out.push(p);
             }
-            // Every key of the series starts with it: what is before it is the
-            // series before.
-            end = Bound::Excluded(series);
         }
     }
     out.reverse();
@@ -928,7 +896,7 @@ fn latest_listed<S: WideColumnStore>(
     let series: Vec<Vec<u8>> = listed_series(store, meta, sel)?
         .into_iter()
         .enumerate()
-        .filter(|(ordinal, _)| Part::owns(sel.part, *ordinal))
+        .filter(|(ordinal, _)| Part::owns(sel.part.as_ref(), *ordinal))
         .map(|(_, s)| s)
         .collect();
     let newest_first = |range: RowRange| ReadRequest {

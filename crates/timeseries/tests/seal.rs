@@ -11,10 +11,11 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use almanac_engine::clock::Clock;
 use almanac_timeseries::block::Stats;
-use almanac_timeseries::query::{Part, Piece, scan_partials};
+use almanac_timeseries::query::{Part, Piece, SeriesQueue, scan_partials};
 
 use common::*;
 
@@ -193,6 +194,53 @@ fn newest_in(
     out
 }
 
+/// What `count` partitions of `sel` read between them: one after another, each reading
+/// its own series, or all at once on their own threads, sharing one series queue.
+fn in_partitions(
+    sel: &Selection,
+    count: usize,
+    queued: bool,
+    read: impl Fn(&Selection) -> Result<Vec<Point<'static>>> + Sync,
+) -> Result<Vec<Point<'static>>> {
+    let queue = queued.then(|| Arc::new(SeriesQueue::default()));
+    let part = |index| Selection {
+        part: Some(Part {
+            index,
+            count,
+            queue: queue.clone(),
+        }),
+        ..sel.clone()
+    };
+    if !queued {
+        let mut out = Vec::new();
+        for index in 0..count {
+            out.extend(read(&part(index))?);
+        }
+        return Ok(out);
+    }
+    let read = &read;
+    let results: Vec<std::result::Result<Vec<Point<'static>>, String>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..count)
+            .map(|index| {
+                let part = part(index);
+                s.spawn(move || read(&part).map_err(|e| e.to_string()))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("a partition panicked".into()))
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
 fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx: &str) -> Result {
     let got = all(&f.ts, t, &Selection::default())?;
     let seen = as_model(&got);
@@ -243,26 +291,22 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
                 && (!pinned || h == host)),
             "{ctx}: partials of {start}..{end} pinned={pinned}"
         );
-        // The partitions of a parallel scan read every point once between them.
+        // The partitions of a parallel scan read every point once between them, on
+        // their own or sharing one series queue.
         let count = 1 + rng.below(4) as usize;
-        let mut shared = Vec::new();
-        for index in 0..count {
-            let part = Selection {
-                part: Some(Part { index, count }),
-                ..sel.clone()
-            };
-            shared.extend(all(&f.ts, t, &part)?);
+        for queued in [false, true] {
+            let shared = in_partitions(&sel, count, queued, |part| all(&f.ts, t, part))?;
+            assert_eq!(
+                shared.len(),
+                got.len(),
+                "{ctx}: {count} partitions (queued={queued}) read a point twice or missed one"
+            );
+            assert_eq!(
+                as_model(&shared),
+                want,
+                "{ctx}: {count} partitions (queued={queued}) of {start}..{end} pinned={pinned}"
+            );
         }
-        assert_eq!(
-            shared.len(),
-            got.len(),
-            "{ctx}: {count} partitions read a point twice or missed one"
-        );
-        assert_eq!(
-            as_model(&shared),
-            want,
-            "{ctx}: {count} partitions of {start}..{end} pinned={pinned}"
-        );
     }
     // A window of whole hours has no edge bucket; one inside an hour is one edge.
     let hour = start - start.rem_euclid(HOUR_MS);
@@ -285,20 +329,20 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
         newest_in(model, i64::MIN..i64::MAX),
         "{ctx}: latest"
     );
-    let mut shared = Vec::new();
-    for index in 0..2 {
-        let part = Selection {
-            part: Some(Part { index, count: 2 }),
-            ..Selection::default()
-        };
-        shared.extend(f.ts.latest("db1", t, &part)?.0);
+    let latest_of = |part: &Selection| Ok(f.ts.latest("db1", t, part)?.0);
+    for queued in [false, true] {
+        let shared = in_partitions(&Selection::default(), 2, queued, latest_of)?;
+        assert_eq!(
+            shared.len(),
+            latest.len(),
+            "{ctx}: latest in 2 partitions (queued={queued})"
+        );
+        assert_eq!(
+            newest(&shared),
+            newest(&latest),
+            "{ctx}: latest in 2 partitions (queued={queued})"
+        );
     }
-    assert_eq!(shared.len(), latest.len(), "{ctx}: latest in 2 partitions");
-    assert_eq!(
-        newest(&shared),
-        newest(&latest),
-        "{ctx}: latest in 2 partitions"
-    );
     let (start, end) = (
         now_ms - 22 * HOUR_MS,
         now_ms - rng.below((20 * HOUR_MS) as u64) as i64,
@@ -314,6 +358,14 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
         newest_in(model, start..end),
         "{ctx}: latest before {end}"
     );
+    for queued in [false, true] {
+        let shared = in_partitions(&sel, 3, queued, latest_of)?;
+        assert_eq!(
+            newest(&shared),
+            newest(&latest),
+            "{ctx}: latest before {end} in 3 partitions (queued={queued})"
+        );
+    }
     // One series pinned: the walk to the next series stops at the pinned range's end.
     let host = HOSTS[rng.below(3) as usize];
     let pinned = Selection {
