@@ -37,7 +37,7 @@ use datafusion::physical_plan::empty::EmptyExec;
 
 use crate::keyrange::{KeySpace, is_key_predicate};
 use crate::qualifiers::QualifierHints;
-use crate::source::{BATCH_ROWS, Producer, Sink, batch, scan_plan};
+use crate::source::{BATCH_ROWS, Placement, Producer, Sink, batch, scan_plan};
 use crate::stats::ScanCounters;
 use crate::tables::{BigtableSources, Rows};
 
@@ -642,6 +642,6 @@ impl TableProvider for BigtableTable {
             columns,
             counters: self.counters.clone(),
         };
-        scan_plan(schema, vec![scan], limit)
+        scan_plan(schema, vec![scan], limit, Placement::Blocking)
     }
 }

@@ -12,9 +12,9 @@
 //!    parameters the optimizer moved); each provider turns the filters it is offered
 //!    into row ranges and storage filters ([`keyrange`], [`series`]; a measure compared
 //!    with a literal drops points in the scan, [`value_filter`]) and reads through
-//!    [`source`], streaming record batches from a blocking thread; a query whose every
-//!    scan is narrowed to a few series and an hour is planned for one partition
-//!    ([`parallelism`]);
+//!    [`source`], streaming record batches from a blocking thread (a scan narrowed to
+//!    a few series and an hour is read in place, on the task that polls it); a query
+//!    whose every scan is such a scan is planned for one partition ([`parallelism`]);
 //! 4. the caller streams or collects the batches; [`stats`] says how many rows and cells
 //!    storage read for them.
 //!

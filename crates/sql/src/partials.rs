@@ -26,7 +26,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
 use crate::series::{Column, SeriesTable, arrow_type, value_of};
-use crate::source::{Batches, Producer, Sink, scan_plan, sharing};
+use crate::source::{Batches, Placement, Producer, Sink, scan_plan, sharing};
 
 /// One partial-aggregate column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -315,6 +315,6 @@ impl TableProvider for PartialsTable {
                 schema: schema.clone(),
             })
             .collect();
-        scan_plan(schema, scans, None)
+        scan_plan(schema, scans, None, Placement::Blocking)
     }
 }

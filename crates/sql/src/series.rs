@@ -28,7 +28,7 @@ use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProvide
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::builder::Builder;
-use crate::source::{Batches, Producer, Sink, scan_plan, sharing};
+use crate::source::{Batches, Placement, Producer, Sink, scan_plan, sharing};
 use crate::stats::ScanCounters;
 use crate::value_filter::{ValueFilter, passing_runs};
 
@@ -673,6 +673,10 @@ impl TableProvider for SeriesTable {
             ValueFilter::collect(f, &self.columns, &mut value_filters);
         }
         let value_filters: Arc<[ValueFilter]> = value_filters.into();
+        let placement = match selections.as_slice() {
+            [one] if self.small(one) => Placement::InPlace,
+            _ => Placement::Blocking,
+        };
         let partitions = self.partitioned(selections, state.config().target_partitions());
         let scans = partitions
             .into_iter()
@@ -688,6 +692,6 @@ impl TableProvider for SeriesTable {
                 value_filters: value_filters.clone(),
             })
             .collect();
-        scan_plan(schema, scans, limit)
+        scan_plan(schema, scans, limit, placement)
     }
 }

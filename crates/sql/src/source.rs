@@ -6,7 +6,9 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 
 use almanac_timeseries::Selection;
 use almanac_timeseries::query::{Part, SeriesQueue};
@@ -17,8 +19,9 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use tokio_stream::Stream;
 
 use crate::builder::Builder;
 
@@ -29,14 +32,28 @@ pub const BATCH_ROWS: usize = 8192;
 const CHANNEL_BATCHES: usize = 2;
 
 /// Where a producer hands its batches; `false` from [`Sink::send`] means stop.
-pub struct Sink {
-    tx: tokio::sync::mpsc::Sender<DfResult<RecordBatch>>,
+pub enum Sink {
+    /// To the query through a bounded channel, from a blocking thread.
+    Channel(tokio::sync::mpsc::Sender<DfResult<RecordBatch>>),
+    /// Kept until the producer returns (a scan produced in place).
+    Kept(Mutex<Vec<RecordBatch>>),
 }
 
 impl Sink {
     /// Sends one batch; `false` once the query no longer wants rows.
     pub fn send(&self, batch: RecordBatch) -> bool {
-        batch.num_rows() == 0 || self.tx.blocking_send(Ok(batch)).is_ok()
+        if batch.num_rows() == 0 {
+            return true;
+        }
+        match self {
+            Self::Channel(tx) => tx.blocking_send(Ok(batch)).is_ok(),
+            Self::Kept(kept) => {
+                kept.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(batch);
+                true
+            }
+        }
     }
 }
 
@@ -165,6 +182,49 @@ struct Partition<P> {
     schema: SchemaRef,
     producer: Arc<P>,
     runs: Arc<Runs>,
+    in_place: bool,
+}
+
+/// A partition produced in place: on the task that polls it, at its first poll, its
+/// batches kept and then streamed. For a scan known to be small, it saves a trip
+/// through the blocking pool and back (two thread wake-ups). On a multi-thread runtime
+/// the worker hands its other tasks on while it produces ([`tokio::task::block_in_place`]),
+/// so a scan larger than expected does not hold them up.
+struct InPlace<P> {
+    work: Option<(Arc<P>, Arc<SeriesQueue>)>,
+    batches: std::vec::IntoIter<RecordBatch>,
+    failed: Option<DataFusionError>,
+}
+
+impl<P: Producer> Stream for InPlace<P> {
+    type Item = DfResult<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some((producer, queue)) = self.work.take() {
+            let sink = Sink::Kept(Mutex::default());
+            let produce = || producer.produce(&sink, &queue);
+            let multi_thread = tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+            let produced = if multi_thread {
+                tokio::task::block_in_place(produce)
+            } else {
+                produce()
+            };
+            if let Sink::Kept(kept) = sink {
+                self.batches = kept
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .into_iter();
+            }
+            self.failed = produced
+                .err()
+                .map(|e| DataFusionError::External(Box::new(e)));
+        }
+        match self.batches.next() {
+            Some(batch) => Poll::Ready(Some(Ok(batch))),
+            None => Poll::Ready(self.failed.take().map(Err)),
+        }
+    }
 }
 
 impl<P> fmt::Debug for Partition<P> {
@@ -179,10 +239,18 @@ impl<P: Producer> PartitionStream for Partition<P> {
     }
 
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), CHANNEL_BATCHES);
-        let sink = Sink { tx: builder.tx() };
         let producer = self.producer.clone();
         let queue = self.runs.queue(&ctx);
+        if self.in_place {
+            let stream = InPlace {
+                work: Some((producer, queue)),
+                batches: Vec::new().into_iter(),
+                failed: None,
+            };
+            return Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream));
+        }
+        let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), CHANNEL_BATCHES);
+        let sink = Sink::Channel(builder.tx());
         builder.spawn_blocking(move || {
             producer
                 .produce(&sink, &queue)
@@ -192,12 +260,23 @@ impl<P: Producer> PartitionStream for Partition<P> {
     }
 }
 
-/// A scan plan with one partition per producer (each on its own blocking thread),
-/// whose batches have `schema`.
+/// Where a scan's producers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Each on its own blocking thread, streaming through a channel.
+    Blocking,
+    /// On the task that polls the partition (a scan known to be small: a few series
+    /// over one or two buckets: `SeriesTable::small`).
+    InPlace,
+}
+
+/// A scan plan with one partition per producer, run as `placement` says, whose
+/// batches have `schema`.
 pub fn scan_plan<P: Producer>(
     schema: SchemaRef,
     producers: Vec<P>,
     limit: Option<usize>,
+    placement: Placement,
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
     let runs = Arc::new(Runs::default());
     let partitions = producers
@@ -207,6 +286,7 @@ pub fn scan_plan<P: Producer>(
                 schema: schema.clone(),
                 producer: Arc::new(producer),
                 runs: runs.clone(),
+                in_place: placement == Placement::InPlace,
             }) as Arc<dyn PartitionStream>
         })
         .collect();
@@ -221,8 +301,90 @@ pub fn scan_plan<P: Producer>(
 }
 
 #[cfg(test)]
+#[expect(clippy::expect_used, reason = "tests stop at the first surprise")]
 mod tests {
+    use datafusion::arrow::array::Int64Array;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use tokio_stream::StreamExt;
+
     use super::*;
+
+    /// Sends `batches` one-row batches, then fails if `fail`.
+    struct Counting {
+        schema: SchemaRef,
+        batches: i64,
+        fail: bool,
+    }
+
+    impl Producer for Counting {
+        fn produce(&self, sink: &Sink, _queue: &Arc<SeriesQueue>) -> crate::Result<()> {
+            for i in 0..self.batches {
+                let column: ArrayRef = Arc::new(Int64Array::from(vec![i]));
+                if !sink.send(batch(&self.schema, vec![column], 1)?) {
+                    return Ok(());
+                }
+            }
+            match self.fail {
+                true => Err(crate::Error::Execution("the store failed".into())),
+                false => Ok(()),
+            }
+        }
+    }
+
+    /// What a one-partition scan of `producer` streams: the values, then the error.
+    async fn drain(producer: Counting, placement: Placement) -> (Vec<i64>, Option<String>) {
+        let schema = producer.schema.clone();
+        let plan = scan_plan(schema, vec![producer], None, placement).expect("plan");
+        let mut stream = plan.execute(0, Arc::default()).expect("execute");
+        let mut values = Vec::new();
+        while let Some(next) = stream.next().await {
+            match next {
+                Ok(b) => values.extend(
+                    b.column(0)
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .expect("int64")
+                        .values()
+                        .iter()
+                        .copied(),
+                ),
+                Err(e) => return (values, Some(e.to_string())),
+            }
+        }
+        (values, None)
+    }
+
+    async fn in_place_streams_as_the_blocking_pool_does() {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        for fail in [false, true] {
+            let counting = || Counting {
+                schema: schema.clone(),
+                batches: 3,
+                fail,
+            };
+            let blocking = drain(counting(), Placement::Blocking).await;
+            let in_place = drain(counting(), Placement::InPlace).await;
+            // Every batch sent before a failure, then the failure (the blocking pool's
+            // stream may pass the failure on before the batches still in its channel).
+            assert_eq!(in_place.0, vec![0, 1, 2], "fail={fail}");
+            assert!(
+                in_place.0.starts_with(&blocking.0),
+                "fail={fail}: {blocking:?}"
+            );
+            assert_eq!(in_place.1, blocking.1, "fail={fail}");
+            assert_eq!(in_place.1.is_some(), fail, "{:?}", in_place.1);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_place_on_a_multi_thread_runtime() {
+        in_place_streams_as_the_blocking_pool_does().await;
+    }
+
+    #[tokio::test]
+    async fn in_place_on_a_current_thread_runtime() {
+        in_place_streams_as_the_blocking_pool_does().await;
+    }
 
     #[test]
     fn the_partitions_of_one_run_share_a_queue_and_each_run_gets_its_own() {
