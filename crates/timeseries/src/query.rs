@@ -41,7 +41,7 @@ use crate::store::WideColumnStore;
 
 mod parts;
 
-use parts::{Found, Walk};
+use parts::{Found, Over};
 pub use parts::{Part, SeriesQueue};
 
 /// Which points to read.
@@ -374,7 +374,15 @@ fn scan_rows<S: WideColumnStore>(
         RowFilter::CellsPerRowLimit(1),
         RowFilter::StripValue,
     ]));
-    let mut walk = Walk::new(store, meta, &ranges, probe, false, sel.part.as_ref());
+    let mut walk = Over {
+        store,
+        meta,
+        ranges: &ranges,
+        filter: probe,
+        reversed: false,
+        part: sel.part.as_ref(),
+    }
+    .walk();
     while let Some(found) = walk.next()? {
         if !found.owned {
             continue;
@@ -825,14 +833,15 @@ pub fn latest<S: WideColumnStore>(
     if !windowed && !meta.layout.reverse_time {
         return latest_backwards(store, meta, sel, ranges, filter);
     }
-    let mut walk = Walk::new(
+    let mut walk = Over {
         store,
         meta,
-        &ranges,
-        filter.clone(),
-        false,
-        sel.part.as_ref(),
-    );
+        ranges: &ranges,
+        filter: filter.clone(),
+        reversed: false,
+        part: sel.part.as_ref(),
+    }
+    .walk();
     while let Some(Found { row, series, owned }) = walk.next()? {
         stats.rows += 1;
         let best = if !owned {
@@ -866,7 +875,15 @@ fn latest_backwards<S: WideColumnStore>(
     let mut out = Vec::new();
     let mut stats = ScanStats::default();
     let now_us = store.now_us();
-    let mut walk = Walk::new(store, meta, &ranges, filter, true, sel.part.as_ref());
+    let mut walk = Over {
+        store,
+        meta,
+        ranges: &ranges,
+        filter,
+        reversed: true,
+        part: sel.part.as_ref(),
+    }
+    .walk();
     while let Some(Found { row, owned, .. }) = walk.next()? {
         stats.rows += 1;
         if owned {

@@ -73,16 +73,33 @@ pub(super) struct Position {
     bound: Option<Bound<Vec<u8>>>,
 }
 
-/// A partition's walk over the series of `ranges`, in key order (`reversed`: from the
-/// last), each found as its first row (last, reversed) that passes `filter`. The walk's
-/// position is its part's queue when there is one, else its own.
+/// What a partition's [`Walk`] goes over: the series of `ranges`, in key order
+/// (`reversed`: from the last), each found as its first row (last, reversed) that
+/// passes `filter`, taken from `part`'s queue when it has one.
+pub(super) struct Over<'a, S> {
+    pub store: &'a S,
+    pub meta: &'a TableMeta,
+    pub ranges: &'a [RowRange],
+    pub filter: Option<RowFilter>,
+    pub reversed: bool,
+    pub part: Option<&'a Part>,
+}
+
+impl<'a, S> Over<'a, S> {
+    /// A walk from the start.
+    pub fn walk(self) -> Walk<'a, S> {
+        Walk {
+            over: self,
+            local: Position::default(),
+            found: 0,
+        }
+    }
+}
+
+/// A partition's walk over the series of [`Over`]. Its position is its part's queue
+/// when there is one, else its own.
 pub(super) struct Walk<'a, S> {
-    store: &'a S,
-    meta: &'a TableMeta,
-    ranges: &'a [RowRange],
-    filter: Option<RowFilter>,
-    reversed: bool,
-    part: Option<&'a Part>,
+    over: Over<'a, S>,
     /// The position of a walk without a queue.
     local: Position,
     /// Series found by this walk.
@@ -99,30 +116,10 @@ pub(super) struct Found {
     pub owned: bool,
 }
 
-impl<'a, S: WideColumnStore> Walk<'a, S> {
-    pub fn new(
-        store: &'a S,
-        meta: &'a TableMeta,
-        ranges: &'a [RowRange],
-        filter: Option<RowFilter>,
-        reversed: bool,
-        part: Option<&'a Part>,
-    ) -> Self {
-        Self {
-            store,
-            meta,
-            ranges,
-            filter,
-            reversed,
-            part,
-            local: Position::default(),
-            found: 0,
-        }
-    }
-
+impl<S: WideColumnStore> Walk<'_, S> {
     /// The next series; `None` at the end of the ranges.
     pub fn next(&mut self) -> Result<Option<Found>> {
-        let next = match self.part.and_then(|p| p.queue.as_ref()) {
+        let next = match self.over.part.and_then(|p| p.queue.as_ref()) {
             Some(queue) => {
                 let mut position = queue
                     .position
@@ -135,7 +132,7 @@ impl<'a, S: WideColumnStore> Walk<'a, S> {
                 let mut position = std::mem::take(&mut self.local);
                 let next = self.step(&mut position);
                 self.local = position;
-                next?.map(|(row, series)| (row, series, Part::owns(self.part, self.found)))
+                next?.map(|(row, series)| (row, series, Part::owns(self.over.part, self.found)))
             }
         };
         Ok(next.map(|(row, series, owned)| {
@@ -145,26 +142,27 @@ impl<'a, S: WideColumnStore> Walk<'a, S> {
     }
 
     fn step(&self, position: &mut Position) -> Result<Option<(Row, Vec<u8>)>> {
-        let count = self.ranges.len();
+        let over = &self.over;
+        let count = over.ranges.len();
         while position.range < count {
-            let index = if self.reversed {
+            let index = if over.reversed {
                 count - 1 - position.range
             } else {
                 position.range
             };
-            let range = &self.ranges[index];
-            let (start, end) = match (&position.bound, self.reversed) {
+            let range = &over.ranges[index];
+            let (start, end) = match (&position.bound, over.reversed) {
                 (Some(b), false) => (b.clone(), range.end.clone()),
                 (Some(b), true) => (range.start.clone(), b.clone()),
                 (None, _) => (range.start.clone(), range.end.clone()),
             };
             let found = edge_row(
-                self.store,
-                self.meta,
+                over.store,
+                over.meta,
                 &start,
                 &end,
-                self.filter.clone(),
-                self.reversed,
+                over.filter.clone(),
+                over.reversed,
             )?;
             let Some(row) = found else {
                 position.range += 1;
@@ -172,7 +170,7 @@ impl<'a, S: WideColumnStore> Walk<'a, S> {
                 continue;
             };
             let series = series_of(&row.key)?;
-            if self.reversed {
+            if over.reversed {
                 // Every key of the series starts with it: what is before it is the
                 // series before.
                 position.bound = Some(Bound::Excluded(series.clone()));
