@@ -2,6 +2,9 @@
 //! synchronous) on tokio's blocking pool, sending record batches of at most
 //! [`BATCH_ROWS`] rows through a bounded channel, so a scan streams instead of
 //! loading the table, and stops when the query drops the stream (LIMIT, cancel).
+//! A scan thought small runs in place instead ([`Placement::InPlace`]), within a batch.
+//! The partitions of a scan split by series share that run's series queue
+//! ([`sharing`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -31,12 +34,27 @@ pub const BATCH_ROWS: usize = 8192;
 /// Batches buffered between the storage thread and the query.
 const CHANNEL_BATCHES: usize = 2;
 
+/// Rows a scan read in place keeps: one batch. A scan that sends a second is larger
+/// than its selection suggested; it stops, and runs again on the blocking pool, where
+/// it streams (so at most about two batches' reading is done twice).
+const IN_PLACE_ROWS: usize = BATCH_ROWS;
+
 /// Where a producer hands its batches; `false` from [`Sink::send`] means stop.
 pub enum Sink {
     /// To the query through a bounded channel, from a blocking thread.
     Channel(tokio::sync::mpsc::Sender<DfResult<RecordBatch>>),
-    /// Kept until the producer returns (a scan produced in place).
-    Kept(Mutex<Vec<RecordBatch>>),
+    /// Kept until the producer returns (a scan produced in place), up to
+    /// [`IN_PLACE_ROWS`].
+    Kept(Mutex<Kept>),
+}
+
+/// What a [`Sink::Kept`] holds.
+#[derive(Default)]
+pub struct Kept {
+    batches: Vec<RecordBatch>,
+    rows: usize,
+    /// A batch past [`IN_PLACE_ROWS`] was refused.
+    overflowed: bool,
 }
 
 impl Sink {
@@ -48,9 +66,13 @@ impl Sink {
         match self {
             Self::Channel(tx) => tx.blocking_send(Ok(batch)).is_ok(),
             Self::Kept(kept) => {
-                kept.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(batch);
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.rows + batch.num_rows() > IN_PLACE_ROWS {
+                    kept.overflowed = true;
+                    return false;
+                }
+                kept.rows += batch.num_rows();
+                kept.batches.push(batch);
                 true
             }
         }
@@ -157,24 +179,38 @@ pub fn sharing<'s>(sel: &'s Selection, queue: &Arc<SeriesQueue>) -> Cow<'s, Sele
 
 /// The series queue of the current run of one scan: every partition of one execution
 /// of a plan gets the same [`TaskContext`] from DataFusion, and a new execution a new
-/// one, so a queue is made anew whenever the context it was made for is gone or is
-/// another.
+/// one. A queue is made anew when the context it was made for is another, or when a
+/// partition that already took it is executed again under the same context (as a
+/// recursive query's term is, round after round).
 #[derive(Default)]
 struct Runs {
-    current: Mutex<Option<(Weak<TaskContext>, Arc<SeriesQueue>)>>,
+    current: Mutex<Option<Run>>,
+}
+
+struct Run {
+    ctx: Weak<TaskContext>,
+    queue: Arc<SeriesQueue>,
+    /// The partitions that took `queue`.
+    taken: Vec<usize>,
 }
 
 impl Runs {
-    fn queue(&self, ctx: &Arc<TaskContext>) -> Arc<SeriesQueue> {
+    fn queue(&self, ctx: &Arc<TaskContext>, partition: usize) -> Arc<SeriesQueue> {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*current {
-            Some((run, queue)) if Weak::ptr_eq(run, &Arc::downgrade(ctx)) => queue.clone(),
-            _ => {
-                let queue = Arc::new(SeriesQueue::default());
-                *current = Some((Arc::downgrade(ctx), queue.clone()));
-                queue
-            }
+        if let Some(run) = current.as_mut()
+            && Weak::ptr_eq(&run.ctx, &Arc::downgrade(ctx))
+            && !run.taken.contains(&partition)
+        {
+            run.taken.push(partition);
+            return run.queue.clone();
         }
+        let queue = Arc::new(SeriesQueue::default());
+        *current = Some(Run {
+            ctx: Arc::downgrade(ctx),
+            queue: queue.clone(),
+            taken: vec![partition],
+        });
+        queue
     }
 }
 
@@ -182,47 +218,103 @@ struct Partition<P> {
     schema: SchemaRef,
     producer: Arc<P>,
     runs: Arc<Runs>,
+    /// This partition's index in its scan.
+    index: usize,
     in_place: bool,
 }
 
-/// A partition produced in place: on the task that polls it, at its first poll, its
-/// batches kept and then streamed. For a scan known to be small, it saves a trip
+/// `producer` on its own blocking thread, streaming through a channel.
+fn blocking<P: Producer>(
+    schema: SchemaRef,
+    producer: Arc<P>,
+    queue: Arc<SeriesQueue>,
+) -> SendableRecordBatchStream {
+    let mut builder = RecordBatchReceiverStream::builder(schema, CHANNEL_BATCHES);
+    let sink = Sink::Channel(builder.tx());
+    builder.spawn_blocking(move || {
+        producer
+            .produce(&sink, &queue)
+            .map_err(|e| DataFusionError::External(Box::new(e)))
+    });
+    builder.build()
+}
+
+/// A scan of one partition produced in place: on the task that polls it, at its first
+/// poll, its batches kept and then streamed. For a scan thought small, it saves a trip
 /// through the blocking pool and back (two thread wake-ups). On a multi-thread runtime
-/// the worker hands its other tasks on while it produces ([`tokio::task::block_in_place`]),
-/// so a scan larger than expected does not hold them up.
-struct InPlace<P> {
-    work: Option<(Arc<P>, Arc<SeriesQueue>)>,
-    batches: std::vec::IntoIter<RecordBatch>,
-    failed: Option<DataFusionError>,
+/// the worker hands its other tasks on while it produces
+/// ([`tokio::task::block_in_place`]). A scan that sends more than [`IN_PLACE_ROWS`]
+/// is stopped there and run again on the blocking pool, so what is kept, and the time
+/// spent before a LIMIT, a cancel or the time limit can stop it, stay bounded.
+enum InPlace<P> {
+    Start {
+        schema: SchemaRef,
+        producer: Arc<P>,
+    },
+    Kept {
+        batches: std::vec::IntoIter<RecordBatch>,
+        failed: Option<DataFusionError>,
+    },
+    Streaming(SendableRecordBatchStream),
 }
 
 impl<P: Producer> Stream for InPlace<P> {
     type Item = DfResult<RecordBatch>;
 
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some((producer, queue)) = self.work.take() {
-            let sink = Sink::Kept(Mutex::default());
-            let produce = || producer.produce(&sink, &queue);
-            let multi_thread = tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-            let produced = if multi_thread {
-                tokio::task::block_in_place(produce)
-            } else {
-                produce()
-            };
-            if let Sink::Kept(kept) = sink {
-                self.batches = kept
-                    .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .into_iter();
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            match &mut *self {
+                Self::Start { .. } => {
+                    let done = Self::Kept {
+                        batches: Vec::new().into_iter(),
+                        failed: None,
+                    };
+                    let Self::Start { schema, producer } = std::mem::replace(&mut *self, done)
+                    else {
+                        continue;
+                    };
+                    *self = Self::produce(schema, producer);
+                }
+                Self::Kept { batches, failed } => {
+                    return Poll::Ready(match batches.next() {
+                        Some(batch) => Some(Ok(batch)),
+                        None => failed.take().map(Err),
+                    });
+                }
+                Self::Streaming(stream) => return stream.as_mut().poll_next(cx),
             }
-            self.failed = produced
-                .err()
-                .map(|e| DataFusionError::External(Box::new(e)));
         }
-        match self.batches.next() {
-            Some(batch) => Poll::Ready(Some(Ok(batch))),
-            None => Poll::Ready(self.failed.take().map(Err)),
+    }
+}
+
+impl<P: Producer> InPlace<P> {
+    /// Runs `producer` here; what it kept, or the blocking pool's stream if it sent
+    /// more than [`IN_PLACE_ROWS`]. (One partition: it shares no series queue.)
+    fn produce(schema: SchemaRef, producer: Arc<P>) -> Self {
+        let sink = Sink::Kept(Mutex::default());
+        let queue = Arc::new(SeriesQueue::default());
+        let produce = || producer.produce(&sink, &queue);
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let produced = if multi_thread {
+            tokio::task::block_in_place(produce)
+        } else {
+            produce()
+        };
+        let Sink::Kept(kept) = sink else {
+            unreachable!("the sink made above")
+        };
+        let kept = kept.into_inner().unwrap_or_else(PoisonError::into_inner);
+        match produced {
+            Ok(()) if kept.overflowed => {
+                Self::Streaming(blocking(schema, producer, Arc::new(SeriesQueue::default())))
+            }
+            produced => Self::Kept {
+                batches: kept.batches.into_iter(),
+                failed: produced
+                    .err()
+                    .map(|e| DataFusionError::External(Box::new(e))),
+            },
         }
     }
 }
@@ -240,23 +332,18 @@ impl<P: Producer> PartitionStream for Partition<P> {
 
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let producer = self.producer.clone();
-        let queue = self.runs.queue(&ctx);
         if self.in_place {
-            let stream = InPlace {
-                work: Some((producer, queue)),
-                batches: Vec::new().into_iter(),
-                failed: None,
+            let stream = InPlace::Start {
+                schema: self.schema.clone(),
+                producer,
             };
             return Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream));
         }
-        let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), CHANNEL_BATCHES);
-        let sink = Sink::Channel(builder.tx());
-        builder.spawn_blocking(move || {
-            producer
-                .produce(&sink, &queue)
-                .map_err(|e| DataFusionError::External(Box::new(e)))
-        });
-        builder.build()
+        blocking(
+            self.schema.clone(),
+            producer,
+            self.runs.queue(&ctx, self.index),
+        )
     }
 }
 
@@ -265,8 +352,9 @@ impl<P: Producer> PartitionStream for Partition<P> {
 pub enum Placement {
     /// Each on its own blocking thread, streaming through a channel.
     Blocking,
-    /// On the task that polls the partition (a scan known to be small: a few series
-    /// over one or two buckets: `SeriesTable::small`).
+    /// On the task that polls the partition, for a scan of one partition thought
+    /// small (narrowed by a dimension to one or two buckets: `SeriesTable::small`);
+    /// past [`IN_PLACE_ROWS`] it runs again on a blocking thread.
     InPlace,
 }
 
@@ -279,14 +367,18 @@ pub fn scan_plan<P: Producer>(
     placement: Placement,
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
     let runs = Arc::new(Runs::default());
+    // In place only alone: partitions produced in place share no series queue.
+    let in_place = placement == Placement::InPlace && producers.len() == 1;
     let partitions = producers
         .into_iter()
-        .map(|producer| {
+        .enumerate()
+        .map(|(index, producer)| {
             Arc::new(Partition {
                 schema: schema.clone(),
                 producer: Arc::new(producer),
                 runs: runs.clone(),
-                in_place: placement == Placement::InPlace,
+                index,
+                in_place,
             }) as Arc<dyn PartitionStream>
         })
         .collect();
@@ -356,21 +448,29 @@ mod tests {
 
     async fn in_place_streams_as_the_blocking_pool_does() {
         let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
-        for fail in [false, true] {
+        // Three one-row batches are kept; past IN_PLACE_ROWS the scan runs again on the
+        // blocking pool and streams every batch once.
+        let large = IN_PLACE_ROWS as i64 + 2;
+        for (batches, fail) in [(3, false), (3, true), (large, false), (large, true)] {
             let counting = || Counting {
                 schema: schema.clone(),
-                batches: 3,
+                batches,
                 fail,
             };
             let blocking = drain(counting(), Placement::Blocking).await;
             let in_place = drain(counting(), Placement::InPlace).await;
             // Every batch sent before a failure, then the failure (the blocking pool's
-            // stream may pass the failure on before the batches still in its channel).
-            assert_eq!(in_place.0, vec![0, 1, 2], "fail={fail}");
-            assert!(
-                in_place.0.starts_with(&blocking.0),
-                "fail={fail}: {blocking:?}"
-            );
+            // stream may pass the failure on before the batches still in its channel;
+            // what was kept in place comes whole).
+            let all: Vec<i64> = (0..batches).collect();
+            if !fail || batches == 3 {
+                assert_eq!(in_place.0, all, "{batches} batches, fail={fail}");
+            }
+            for (how, got) in [("in place", &in_place), ("blocking", &blocking)] {
+                assert!(all.starts_with(&got.0), "{how}, {batches} batches: {got:?}");
+                let lost = all.len() - got.0.len();
+                assert!(lost <= CHANNEL_BATCHES + 1, "{how}: {lost} batches lost");
+            }
             assert_eq!(in_place.1, blocking.1, "fail={fail}");
             assert_eq!(in_place.1.is_some(), fail, "{:?}", in_place.1);
         }
@@ -390,13 +490,16 @@ mod tests {
     fn the_partitions_of_one_run_share_a_queue_and_each_run_gets_its_own() {
         let runs = Runs::default();
         let first = Arc::new(TaskContext::default());
-        let queue = runs.queue(&first);
-        assert!(Arc::ptr_eq(&queue, &runs.queue(&first.clone())));
+        let queue = runs.queue(&first, 0);
+        assert!(Arc::ptr_eq(&queue, &runs.queue(&first.clone(), 1)));
+        // A partition executed again under the same context (a recursive query's next
+        // round) starts a new run, which the other partitions then join.
+        let again = runs.queue(&first, 0);
+        assert!(!Arc::ptr_eq(&queue, &again), "a partition's second run");
+        assert!(Arc::ptr_eq(&again, &runs.queue(&first, 1)));
         let second = Arc::new(TaskContext::default());
-        let next = runs.queue(&second);
-        assert!(!Arc::ptr_eq(&queue, &next), "a new run, a new queue");
-        drop(first);
-        let third = Arc::new(TaskContext::default());
-        assert!(!Arc::ptr_eq(&next, &runs.queue(&third)));
+        let next = runs.queue(&second, 0);
+        assert!(!Arc::ptr_eq(&again, &next), "a new execution, a new queue");
+        assert!(Arc::ptr_eq(&next, &runs.queue(&second, 1)));
     }
 }

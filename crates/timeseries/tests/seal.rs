@@ -361,6 +361,11 @@ fn check(f: &Fixture, t: &str, model: &BTreeMap<Key, Stored>, rng: &mut Rng, ctx
     for queued in [false, true] {
         let shared = in_partitions(&sel, 3, queued, latest_of)?;
         assert_eq!(
+            shared.len(),
+            latest.len(),
+            "{ctx}: latest before {end} in 3 partitions (queued={queued})"
+        );
+        assert_eq!(
             newest(&shared),
             newest(&latest),
             "{ctx}: latest before {end} in 3 partitions (queued={queued})"

@@ -22,7 +22,8 @@ use crate::store::WideColumnStore;
 ///
 /// With a [`SeriesQueue`] the partitions take series from it as they go; without one,
 /// the partition reads the series whose ordinal in key order is `index` modulo `count`,
-/// and every partition still finds every series (one short probe each).
+/// and every partition still finds every series (one short probe each). Reads of a
+/// table's series directory split its list by ordinal either way.
 #[derive(Debug, Clone)]
 pub struct Part {
     /// This partition, `0..count`.
