@@ -601,3 +601,31 @@ async fn measure_comparisons_drop_points_in_the_scan_as_the_filter_does() -> Res
     }
     Ok(())
 }
+
+/// A recursive query runs its term again, round after round, within one execution: a
+/// time-series scan split among the cores inside the term reads every series each
+/// round (the partitions' shared series cursor is made anew for each round).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_scan_in_a_recursive_term_reads_every_series_each_round() -> Result {
+    let (sql, scope, tables, _dir) = fixture("recursive").await?;
+    let inside = window(INSIDE);
+    for t in &tables {
+        let counts = format!(
+            "SELECT count(*) AS c, count(DISTINCT hostname) AS h FROM devops.{t} WHERE {inside}"
+        );
+        let once = render(&sql.query(&counts, &scope).await?.batches)?;
+        let recursive = format!(
+            "WITH RECURSIVE r(n, c, h) AS (SELECT 0 AS n, CAST(0 AS BIGINT) AS c, \
+             CAST(0 AS BIGINT) AS h \
+             UNION ALL SELECT r.n + 1, x.c, x.h FROM r CROSS JOIN ({counts}) x WHERE r.n < 3) \
+             SELECT c, h FROM r WHERE n > 0"
+        );
+        let rounds = render(&sql.query(&recursive, &scope).await?.batches)?;
+        assert_eq!(
+            rounds,
+            [&once[..], &once[..], &once[..]].concat(),
+            "{recursive}"
+        );
+    }
+    Ok(())
+}
