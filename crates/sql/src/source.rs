@@ -262,27 +262,18 @@ impl<P: Producer> Stream for InPlace<P> {
     type Item = DfResult<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        loop {
-            match &mut *self {
-                Self::Start { .. } => {
-                    let done = Self::Kept {
-                        batches: Vec::new().into_iter(),
-                        failed: None,
-                    };
-                    let Self::Start { schema, producer } = std::mem::replace(&mut *self, done)
-                    else {
-                        continue;
-                    };
-                    *self = Self::produce(schema, producer);
-                }
-                Self::Kept { batches, failed } => {
-                    return Poll::Ready(match batches.next() {
-                        Some(batch) => Some(Ok(batch)),
-                        None => failed.take().map(Err),
-                    });
-                }
-                Self::Streaming(stream) => return stream.as_mut().poll_next(cx),
-            }
+        if let Self::Start { schema, producer } = &*self {
+            let produced = Self::produce(schema.clone(), producer.clone());
+            *self = produced;
+        }
+        match &mut *self {
+            Self::Kept { batches, failed } => Poll::Ready(match batches.next() {
+                Some(batch) => Some(Ok(batch)),
+                None => failed.take().map(Err),
+            }),
+            Self::Streaming(stream) => stream.as_mut().poll_next(cx),
+            // Replaced by what it produced, above.
+            Self::Start { .. } => Poll::Ready(None),
         }
     }
 }
