@@ -271,6 +271,7 @@ impl Metrics {
         gauge("almanac_memtable_bytes", s.memtable_bytes);
         gauge("almanac_queries_running", queries.running);
         gauge("almanac_query_memory_bytes", queries.reserved_bytes);
+        counter("almanac_query_plans_reused_total", queries.reused_plans);
         for (reason, n) in [
             ("time_limit", queries.timed_out),
             ("memory", queries.out_of_memory),

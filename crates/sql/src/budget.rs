@@ -101,6 +101,8 @@ pub struct QueryLoad {
     /// Queries whose caller dropped them before their end (a client gone, or a caller
     /// that had read enough rows).
     dropped: AtomicU64,
+    /// Queries that took a kept plan ([`crate::plan_cache`]).
+    reused_plans: AtomicU64,
 }
 
 /// A reading of [`QueryLoad`].
@@ -116,6 +118,8 @@ pub struct QueryLoadSnapshot {
     pub out_of_memory: u64,
     /// Queries dropped by their caller before their end, since start.
     pub dropped: u64,
+    /// Queries that took a kept plan instead of being planned, since start.
+    pub reused_plans: u64,
 }
 
 impl QueryLoad {
@@ -127,7 +131,13 @@ impl QueryLoad {
             timed_out: self.timed_out.load(Relaxed),
             out_of_memory: self.out_of_memory.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
+            reused_plans: self.reused_plans.load(Relaxed),
         }
+    }
+
+    /// Counts a query that took a kept plan.
+    pub(crate) fn reused_plan(&self) {
+        self.reused_plans.fetch_add(1, Relaxed);
     }
 }
 

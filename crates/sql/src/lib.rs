@@ -8,7 +8,9 @@
 //!    Timestream tables ([`series`]); Timestream's functions are registered
 //!    ([`functions`], [`presto`], [`timeseries_fns`]), and its lambdas and lateral
 //!    `UNNEST` rewritten ([`dialect`]);
-//! 3. DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
+//! 3. a Timestream query run again with other times and names takes the optimized plan
+//!    kept for its shape, with its values put in ([`plan_cache`]); otherwise
+//!    DataFusion plans and optimizes (then [`lambda_bindings`] renumbers lambda
 //!    parameters the optimizer moved); each provider turns the filters it is offered
 //!    into row ranges and storage filters ([`keyrange`], [`series`]; a measure compared
 //!    with a literal drops points in the scan, [`value_filter`]) and reads through
@@ -41,6 +43,7 @@ mod metadata;
 mod newest_max;
 mod parallelism;
 mod partials;
+mod plan_cache;
 mod planner;
 mod presto;
 mod qualifiers;
@@ -75,6 +78,7 @@ pub use budget::{QueryLimits, QueryLoad, QueryLoadSnapshot};
 pub use datafusion::arrow;
 pub use dialect::Dialect;
 pub use error::{Error, Result};
+pub use plan_cache::PLAN_CACHE_SHAPES;
 pub use stats::{ScanCounters, ScanTotals};
 pub use tables::BigtableSources;
 
@@ -113,13 +117,25 @@ impl Scope {
 pub struct Prepared {
     /// The result's columns.
     pub schema: SchemaRef,
-    frame: datafusion::dataframe::DataFrame,
+    plan: Planned,
     counters: Arc<ScanCounters>,
-    qualifiers: Arc<qualifiers::QualifierHints>,
     /// When planning began: the time limit counts from here.
     started: tokio::time::Instant,
     limits: QueryLimits,
     load: Arc<QueryLoad>,
+}
+
+/// Where a prepared query's plan stands.
+enum Planned {
+    /// Planned, to be optimized when it runs; then offered to the plan cache under
+    /// its shape, if it has one.
+    Fresh {
+        frame: datafusion::dataframe::DataFrame,
+        qualifiers: Arc<qualifiers::QualifierHints>,
+        offer: Option<(Arc<plan_cache::PlanCache>, plan_cache::Shape)>,
+    },
+    /// Optimized already: a kept plan ([`plan_cache`]).
+    Reused(datafusion::dataframe::DataFrame),
 }
 
 impl std::fmt::Debug for Prepared {
@@ -134,9 +150,22 @@ impl Prepared {
     /// Runs the query within its limits ([`budget`]), streaming its batches; the
     /// counters fill as it runs. Dropping the stream stops the query.
     pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
-        self.qualifiers.fill(self.frame.logical_plan())?;
-        let (mut state, plan) = self.frame.into_parts();
-        let plan = state.optimize(&plan)?;
+        let (mut state, plan) = match self.plan {
+            Planned::Fresh {
+                frame,
+                qualifiers,
+                offer,
+            } => {
+                qualifiers.fill(frame.logical_plan())?;
+                let (state, plan) = frame.into_parts();
+                let optimized = state.optimize(&plan)?;
+                if let Some((cache, shape)) = offer {
+                    cache.offer(&shape, &plan, &optimized);
+                }
+                (state, optimized)
+            }
+            Planned::Reused(frame) => frame.into_parts(),
+        };
         if parallelism::reads_in_one_partition(&plan) {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
@@ -199,6 +228,8 @@ pub struct SqlEngine {
     google: SessionState,
     limits: QueryLimits,
     load: Arc<QueryLoad>,
+    /// Optimized plans kept for queries run again with other values.
+    plans: Arc<plan_cache::PlanCache>,
 }
 
 impl std::fmt::Debug for SqlEngine {
@@ -231,6 +262,7 @@ impl SqlEngine {
             google,
             limits: QueryLimits::default(),
             load: Arc::default(),
+            plans: Arc::new(plan_cache::PlanCache::new()),
         })
     }
 
@@ -275,19 +307,17 @@ impl SqlEngine {
             .await
             .map_err(|e| Error::Execution(format!("metadata statement: {e}")))??;
             let frame = SessionContext::new_with_state(self.base.clone()).read_batch(batch)?;
-            return Ok(Prepared {
-                schema: Arc::new(frame.schema().as_arrow().clone()),
-                frame,
-                counters,
-                qualifiers,
-                started,
-                limits: self.limits,
-                load: self.load.clone(),
-            });
+            return Ok(self.prepared(frame, counters, qualifiers, None, started));
         }
         let sql = match scope.dialect {
             Dialect::Timestream => rewrite::rewrite(sql)?,
             Dialect::GoogleSql => rewrite::rewrite_googlesql(sql)?,
+        };
+        // Queries over Timestream tables run again with other times and names (a
+        // dashboard's refresh) reuse their optimized plan.
+        let shape = match (scope.dialect, &params) {
+            (Dialect::Timestream, None) => plan_cache::shape(&sql),
+            _ => None,
         };
         let bigtable = catalog::BigtableTables {
             sources: self.tables.clone(),
@@ -316,50 +346,111 @@ impl SqlEngine {
             catalog::HISTORY_FUNCTION,
             Arc::new(catalog::HistoryFunction(bigtable)),
         );
-        let options = SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(false)
-            .with_allow_statements(false);
-        let plan = async {
-            let state = ctx.state();
-            let dialect = state.config().options().sql_parser.dialect;
-            let mut statement = state.sql_to_statement(&sql, &dialect)?;
-            match scope.dialect {
-                Dialect::GoogleSql => {
-                    if let Some(p) = &params {
-                        dialect::bind_table_arguments(&mut statement, p);
-                    }
-                    dialect::exclude_timestamp(&mut statement);
-                    dialect::googlesql_forms(&mut statement);
-                    unpack::replace(&mut statement, &ctx).await?;
-                }
-                Dialect::Timestream => {
-                    dialect::timestream_forms(&mut statement);
-                    dialect::name_unnamed_columns(&mut statement);
-                }
-            }
-            // Again: UNPACK registers its table function on the context.
-            let state = ctx.state();
-            let plan = state.statement_to_plan(statement).await?;
-            options.verify_plan(&plan)?;
-            Ok::<_, datafusion::error::DataFusionError>(plan)
+        if let Some(shape) = &shape
+            && let Some(plan) = self.plans.reuse(shape, &ctx).await?
+        {
+            #[cfg(debug_assertions)]
+            self.check_reused(&sql, scope, &ctx, &plan).await?;
+            self.load.reused_plan();
+            return Ok(Prepared {
+                schema: Arc::new(plan.schema().as_arrow().clone()),
+                plan: Planned::Reused(datafusion::dataframe::DataFrame::new(ctx.state(), plan)),
+                counters,
+                started,
+                limits: self.limits,
+                load: self.load.clone(),
+            });
         }
-        .await
-        .map_err(|e| at_end_if_unplaced(Error::from(e), &sql))?;
+        let plan = self
+            .plan_statement(&sql, scope, params.as_ref(), &ctx)
+            .await
+            .map_err(|e| at_end_if_unplaced(Error::from(e), &sql))?;
         let mut frame = ctx.execute_logical_plan(plan).await?;
         if let Some(p) = params {
             frame = frame.with_param_values(p)?;
         }
-        let schema = Arc::new(frame.schema().as_arrow().clone());
-        Ok(Prepared {
-            schema,
-            frame,
+        let offer = shape.map(|shape| (self.plans.clone(), shape));
+        Ok(self.prepared(frame, counters, qualifiers, offer, started))
+    }
+
+    fn prepared(
+        &self,
+        frame: datafusion::dataframe::DataFrame,
+        counters: Arc<ScanCounters>,
+        qualifiers: Arc<qualifiers::QualifierHints>,
+        offer: Option<(Arc<plan_cache::PlanCache>, plan_cache::Shape)>,
+        started: tokio::time::Instant,
+    ) -> Prepared {
+        Prepared {
+            schema: Arc::new(frame.schema().as_arrow().clone()),
+            plan: Planned::Fresh {
+                frame,
+                qualifiers,
+                offer,
+            },
             counters,
-            qualifiers,
             started,
             limits: self.limits,
             load: self.load.clone(),
-        })
+        }
+    }
+
+    /// The plan of `sql` (rewritten already) in `ctx`, before the optimizer.
+    async fn plan_statement(
+        &self,
+        sql: &str,
+        scope: &Scope,
+        params: Option<&ParamValues>,
+        ctx: &SessionContext,
+    ) -> datafusion::error::Result<datafusion::logical_expr::LogicalPlan> {
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let state = ctx.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let mut statement = state.sql_to_statement(sql, &dialect)?;
+        match scope.dialect {
+            Dialect::GoogleSql => {
+                if let Some(p) = params {
+                    dialect::bind_table_arguments(&mut statement, p);
+                }
+                dialect::exclude_timestamp(&mut statement);
+                dialect::googlesql_forms(&mut statement);
+                unpack::replace(&mut statement, ctx).await?;
+            }
+            Dialect::Timestream => {
+                dialect::timestream_forms(&mut statement);
+                dialect::name_unnamed_columns(&mut statement);
+            }
+        }
+        // Again: UNPACK registers its table function on the context.
+        let state = ctx.state();
+        let plan = state.statement_to_plan(statement).await?;
+        options.verify_plan(&plan)?;
+        Ok(plan)
+    }
+
+    /// In debug builds (every test), a reused plan must be the plan the query would
+    /// have been given.
+    #[cfg(debug_assertions)]
+    async fn check_reused(
+        &self,
+        sql: &str,
+        scope: &Scope,
+        ctx: &SessionContext,
+        reused: &datafusion::logical_expr::LogicalPlan,
+    ) -> Result<()> {
+        let plan = self.plan_statement(sql, scope, None, ctx).await?;
+        let planned = ctx.state().optimize(&plan)?;
+        if !plan_cache::same_plans(&planned, reused) {
+            return Err(Error::Execution(format!(
+                "a reused plan differs from the query's own plan:\n{}\n-- planned --\n{}",
+                reused.display_indent(),
+                planned.display_indent()
+            )));
+        }
+        Ok(())
     }
 
     /// Plans and runs `sql` to the end.

@@ -139,6 +139,11 @@ impl PartialsTable {
         &self.base
     }
 
+    /// The partial aggregates, in column order after the keys.
+    pub(crate) fn partials(&self) -> &[Partial] {
+        &self.partials
+    }
+
     /// The partials of `base`'s table; the key columns are always all there.
     pub(crate) fn new(base: SeriesTable, partials: Vec<Partial>) -> Self {
         let meta = base.meta().clone();

@@ -173,6 +173,20 @@ impl SeriesTable {
         self.newest_only
     }
 
+    /// Whether a plan made over this table holds over `other`, the table read again:
+    /// the same table (not one made again under its name), with the same columns,
+    /// layout, summaries, guards and directory.
+    pub(crate) fn plans_as(&self, other: &SeriesTable) -> bool {
+        let (a, b) = (&self.meta, &other.meta);
+        a.same_table(b)
+            && a.layout == b.layout
+            && a.schema == b.schema
+            && a.summarized == b.summarized
+            && a.guarded == b.guarded
+            && a.indexed == b.indexed
+            && self.schema == other.schema
+    }
+
     /// The table's metadata.
     pub(crate) fn meta(&self) -> &Arc<TableMeta> {
         &self.meta
