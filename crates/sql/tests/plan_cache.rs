@@ -286,26 +286,35 @@ async fn a_table_that_grew_a_column_or_was_made_again_is_planned_again() -> Resu
     Ok(())
 }
 
-/// Reads table `devops.cpu` only if `open`.
+/// Refuses to let the caller read the table named `refused`.
 #[derive(Debug)]
 struct Gate {
-    open: bool,
+    refused: &'static str,
 }
 
 impl TableAccess for Gate {
     fn check(&self, table: TableRef<'_>) -> std::result::Result<(), String> {
-        if self.open {
-            Ok(())
-        } else {
-            Err(format!("no reading {table:?}"))
+        match table {
+            TableRef::TimeSeries { table, .. } if table == self.refused => {
+                Err(format!("no reading {table}"))
+            }
+            _ => Ok(()),
         }
     }
 }
 
+fn gated(refused: &'static str) -> Scope {
+    Scope {
+        access: Some(Arc::new(Gate { refused })),
+        ..scope()
+    }
+}
+
 #[tokio::test]
-async fn a_reused_plan_asks_whether_the_caller_may_read_the_table() -> Result {
+async fn a_reused_plan_asks_whether_the_caller_may_read_its_tables() -> Result {
     let (engine, ts, _dir) = common::open("access", NOW_MS)?;
     load(&ts)?;
+    ts.create_table("devops", "secret", NewTable::default())?;
     let sql = SqlEngine::new(engine, ts)?;
     let text = |host: &str| {
         format!(
@@ -313,25 +322,89 @@ async fn a_reused_plan_asks_whether_the_caller_may_read_the_table() -> Result {
             window(2)
         )
     };
-    let allowed = Scope {
-        access: Some(Arc::new(Gate { open: true })),
-        ..scope()
+    // A table the optimizer takes out of the plan is looked up all the same.
+    let union = |host: &str| {
+        format!(
+            "{} UNION ALL SELECT count(*) FROM \"devops\".\"secret\" WHERE 1 = 0",
+            text(host)
+        )
     };
     for host in ["h1", "h2", "h3"] {
-        sql.query(&text(host), &allowed).await?;
+        sql.query(&text(host), &gated("nothing")).await?;
+        sql.query(&union(host), &gated("nothing")).await?;
     }
-    assert_eq!(sql.load().reused_plans, 1);
-    let refused = Scope {
-        access: Some(Arc::new(Gate { open: false })),
-        ..scope()
-    };
-    let err = match sql.query(&text("h4"), &refused).await {
-        Err(err) => err.to_string(),
-        Ok(out) => format!("{} rows", out.num_rows()),
-    };
-    assert!(
-        err.contains("no reading"),
-        "the caller may not read the table: {err}"
-    );
+    assert_eq!(sql.load().reused_plans, 2);
+    for (query, refused) in [(text("h4"), "cpu"), (union("h4"), "secret")] {
+        let err = match sql.query(&query, &gated(refused)).await {
+            Err(err) => err.to_string(),
+            Ok(out) => format!("{} rows", out.num_rows()),
+        };
+        assert!(
+            err.contains(&format!("no reading {refused}")),
+            "the caller may not read {refused}: {err}"
+        );
+    }
+    assert_eq!(sql.load().reused_plans, 2);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_value_the_optimizer_folds_merges_or_drops_makes_no_plan_reusable() -> Result {
+    let (engine, ts, _dir) = common::open("folded", NOW_MS)?;
+    load(&ts)?;
+    let sql = SqlEngine::new(engine, ts.clone())?;
+    let t = |ms: i64| START_MS + ms;
+    let h = 3_600_000;
+    let runs: Vec<Vec<String>> =
+        vec![
+        // Folded into another constant: the hour of each time.
+        [t(h + 60_000), t(h + 120_000), t(2 * h + 60_000), t(h + 180_000)]
+            .iter()
+            .map(|a| {
+                format!(
+                    "SELECT count(*) FROM \"devops\".\"cpu\" WHERE hostname = 'h1' \
+                     AND time >= bin(from_milliseconds({a}), 1h)"
+                )
+            })
+            .collect(),
+        // Two lower bounds merged into the larger.
+        [(1, 2), (3, 4), (5, 6), (9, 7)]
+            .iter()
+            .map(|(a, b)| {
+                format!(
+                    "SELECT count(*) FROM \"devops\".\"cpu\" WHERE time > from_milliseconds({}) \
+                     AND time > from_milliseconds({})",
+                    t(a * h / 4),
+                    t(b * h / 4)
+                )
+            })
+            .collect(),
+        // Two IN lists intersected.
+        [("h1", "h2", "h2", "h3"), ("h3", "h4", "h4", "h1"), ("h2", "h1", "h1", "h2")]
+            .iter()
+            .map(|(a, b, c, d)| {
+                format!(
+                    "SELECT count(*) FROM \"devops\".\"cpu\" WHERE hostname IN ('{a}', '{b}') \
+                     AND hostname IN ('{c}', '{d}')"
+                )
+            })
+            .collect(),
+        // A value that is also a constant of the answer.
+        ["eu", "us", "eu", "us"]
+            .iter()
+            .map(|r| {
+                format!(
+                    "SELECT 'us' AS home, count(*) FROM \"devops\".\"cpu\" WHERE region = '{r}'"
+                )
+            })
+            .collect(),
+    ];
+    for texts in runs {
+        for text in texts {
+            let got = render(&sql.query(&text, &scope()).await?.batches)?;
+            assert_eq!(got, planned_afresh(&ts, &text).await?, "{text}");
+        }
+    }
+    assert_eq!(sql.load().reused_plans, 0);
     Ok(())
 }

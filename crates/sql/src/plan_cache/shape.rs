@@ -15,8 +15,10 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
+/// What stands in a key for a value taken out.
+const VALUE: &str = "#value";
 /// Nanoseconds in a millisecond.
-const NS_PER_MS: i64 = 1_000_000;
+pub(super) const NS_PER_MS: i64 = 1_000_000;
 
 /// A value taken out of a query's text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,7 +45,7 @@ pub(crate) fn shape(sql: &str) -> Option<Shape> {
         .into_iter()
         .filter(|t| !matches!(t, Token::Whitespace(_)))
         .collect();
-    let mut key = String::with_capacity(sql.len());
+    let mut key = String::with_capacity(sql.len() * 3);
     let mut params = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
@@ -54,15 +56,15 @@ pub(crate) fn shape(sql: &str) -> Option<Shape> {
             Some((len, values)) => {
                 for t in &tokens[i..i + len] {
                     match t {
-                        Token::Number(..) | Token::SingleQuotedString(_) => push(&mut key, "?"),
-                        t => push(&mut key, &t.to_string()),
+                        Token::Number(..) | Token::SingleQuotedString(_) => push(&mut key, None),
+                        t => push(&mut key, Some(t)),
                     }
                 }
                 params.extend(values);
                 len
             }
             None => {
-                push(&mut key, &tokens[i].to_string());
+                push(&mut key, Some(&tokens[i]));
                 1
             }
         };
@@ -71,11 +73,20 @@ pub(crate) fn shape(sql: &str) -> Option<Shape> {
     Some(Shape { key, params })
 }
 
-fn push(key: &mut String, text: &str) {
+/// Appends a token to a key, or [`VALUE`] for a value taken out. Tokens go in as
+/// their debug form, which quotes and escapes their text and names their kind: no
+/// two token sequences share a key, and no token reads as [`VALUE`].
+fn push(key: &mut String, token: Option<&Token>) {
+    use std::fmt::Write as _;
     if !key.is_empty() {
         key.push(' ');
     }
-    key.push_str(text);
+    match token {
+        Some(t) => {
+            let _ = write!(key, "{t:?}");
+        }
+        None => key.push_str(VALUE),
+    }
 }
 
 /// `from_nanoseconds ( n )` or `from_milliseconds ( n )`: four tokens and the time.
@@ -144,45 +155,39 @@ mod tests {
         shape(sql).map(|s| s.key).unwrap_or_default()
     }
 
+    fn params(sql: &str) -> Option<Vec<Param>> {
+        shape(sql).map(|s| s.params)
+    }
+
     #[test]
     fn times_and_compared_strings_are_taken_out() {
-        let s = shape(
-            "SELECT max(usage_user) FROM \"db\".\"cpu\" WHERE hostname = 'host_1' \
-             AND time >= from_nanoseconds(1451606400000000000) \
-             AND time < from_milliseconds(1451610000000) GROUP BY 1",
-        )
-        .unwrap_or_else(|| Shape {
-            key: String::new(),
-            params: vec![],
-        });
+        let a = "SELECT max(usage_user) FROM \"db\".\"cpu\" WHERE hostname = 'host_1' \
+                 AND time >= from_nanoseconds(1451606400000000000) \
+                 AND time < from_milliseconds(1451610000000) GROUP BY 1";
         assert_eq!(
-            s.params,
-            vec![
+            params(a),
+            Some(vec![
                 Param::Text("host_1".into()),
                 Param::Time(1_451_606_400_000_000_000),
                 Param::Time(1_451_610_000_000_000_000),
-            ]
+            ])
         );
-        assert_eq!(
-            s.key,
-            "SELECT max ( usage_user ) FROM \"db\" . \"cpu\" WHERE hostname = ? AND time >= \
-             from_nanoseconds ( ? ) AND time < from_milliseconds ( ? ) GROUP BY 1"
-        );
+        let b = "SELECT max(usage_user) FROM \"db\".\"cpu\" WHERE hostname = 'host_2' \
+                 AND time >= from_nanoseconds(1) AND time < from_milliseconds(2) GROUP BY 1";
+        assert_eq!(key(a), key(b));
+        assert!(!key(a).is_empty());
     }
 
     #[test]
     fn another_instance_has_the_same_key_and_other_values() {
         let a = "SELECT * FROM t WHERE h IN ('a', 'b') AND time > from_nanoseconds(5)";
-        let b = "select * from t where h in ('c','d')\n and time > from_nanoseconds(7) -- x";
-        assert_eq!(
-            key(a).to_lowercase(),
-            key(b).to_lowercase(),
-            "spaces and comments do not count"
-        );
+        let b = "SELECT * FROM t WHERE h IN ('c','d')\n AND time > from_nanoseconds(7) -- x";
+        assert_eq!(key(a), key(b), "spaces and comments do not count");
+        assert_ne!(key(a), key(&a.to_lowercase()), "names are case-sensitive");
         let c = "SELECT * FROM t WHERE h IN ('a', 'b', 'c') AND time > from_nanoseconds(5)";
         assert_ne!(key(a), key(c), "a longer list is another shape");
         assert_eq!(
-            shape(b).map(|s| s.params),
+            params(b),
             Some(vec![
                 Param::Text("c".into()),
                 Param::Text("d".into()),
@@ -193,12 +198,8 @@ mod tests {
 
     #[test]
     fn other_literals_stay_in_the_key() {
-        let params = |sql: &str| shape(sql).map(|s| s.params);
         assert_eq!(params("SELECT 1, 'a' FROM t WHERE x > 3"), Some(vec![]));
-        assert_eq!(
-            key("SELECT 1, 'a' FROM t WHERE x > 3"),
-            "SELECT 1 , 'a' FROM t WHERE x > 3"
-        );
+        assert_ne!(key("SELECT 1 FROM t"), key("SELECT 2 FROM t"));
         assert_eq!(
             params("SELECT date_trunc('hour', time) FROM t"),
             Some(vec![])
@@ -215,5 +216,20 @@ mod tests {
             Some(vec![])
         );
         assert_eq!(shape("SELECT 'unterminated"), None);
+    }
+
+    #[test]
+    fn no_two_texts_share_a_key() {
+        // Quotes inside a text are no token boundary, nor is an unbound `?` a value.
+        assert_ne!(
+            key("SELECT 'a'' , ''b' FROM t"),
+            key("SELECT 'a' , 'b' FROM t")
+        );
+        assert_ne!(
+            key("SELECT * FROM t WHERE h = ? AND time > from_nanoseconds(5)"),
+            key("SELECT * FROM t WHERE h = 'x' AND time > from_nanoseconds(5)")
+        );
+        assert_ne!(key("SELECT \"a b\" FROM t"), key("SELECT a b FROM t"));
+        assert_ne!(key("SELECT \"a\" FROM t"), key("SELECT a FROM t"));
     }
 }
