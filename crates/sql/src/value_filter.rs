@@ -56,15 +56,7 @@ impl ValueFilter {
             },
             _ => return false,
         };
-        if !matches!(
-            op,
-            Operator::Eq
-                | Operator::NotEq
-                | Operator::Lt
-                | Operator::LtEq
-                | Operator::Gt
-                | Operator::GtEq
-        ) {
+        if !is_comparison(op) {
             return false;
         }
         let Some(column) = columns.iter().find(|c| c.name() == *name) else {
@@ -194,6 +186,19 @@ pub(crate) fn passing_runs(
         runs.push(range.start + s..range.end);
     }
     runs
+}
+
+/// `=`, `<>`, `<`, `<=`, `>` or `>=`: a comparison with one value on each side.
+pub(crate) fn is_comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+    )
 }
 
 #[cfg(test)]

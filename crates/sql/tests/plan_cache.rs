@@ -4,7 +4,6 @@
 //! wrong: a value that never changed, a query asking for the time, a table that grew
 //! a column or was made again, a caller who may not read the table.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 mod common;
@@ -12,9 +11,7 @@ mod common;
 use almanac_sql::catalog::{TableAccess, TableRef};
 use almanac_sql::{Scope, SqlEngine};
 use almanac_timeseries::{Layout, NewTable, Pattern, Retention, SharedStore, TimeSeries};
-use common::{Result, multi, single};
-use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use common::{Result, multi, rows as render, single};
 
 /// The fixture's "now": 2023-11-14T22:13:20Z.
 const NOW_MS: i64 = 1_700_000_000_000;
@@ -78,27 +75,6 @@ fn load(ts: &TimeSeries<SharedStore>) -> Result {
 
 fn scope() -> Scope {
     Scope::instance("projects/p/instances/i")
-}
-
-/// The rows of a result, one line each, sorted.
-fn render(batches: &[RecordBatch]) -> Result<Vec<String>> {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut rows = Vec::new();
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let mut line = String::new();
-            for c in b.columns() {
-                write!(
-                    line,
-                    "{} | ",
-                    ArrayFormatter::try_new(c, &options)?.value(r)
-                )?;
-            }
-            rows.push(line);
-        }
-    }
-    rows.sort();
-    Ok(rows)
 }
 
 /// The answer of `sql` from an engine that has never seen it.

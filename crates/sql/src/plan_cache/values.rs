@@ -3,9 +3,10 @@
 
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result as DfResult, ScalarValue};
-use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Operator, Volatility};
+use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Volatility};
 
 use super::shape::{NS_PER_MS, Param};
+use crate::value_filter::is_comparison;
 
 /// `plan` with every literal equal to a value of `map` replaced by its new value.
 pub(super) fn substitute(plan: LogicalPlan, map: &[(Param, Param)]) -> DfResult<LogicalPlan> {
@@ -147,18 +148,6 @@ fn clean_expr(e: &Expr, params: &[Param]) -> bool {
         })
     });
     clean
-}
-
-fn is_comparison(op: Operator) -> bool {
-    matches!(
-        op,
-        Operator::Eq
-            | Operator::NotEq
-            | Operator::Lt
-            | Operator::LtEq
-            | Operator::Gt
-            | Operator::GtEq
-    )
 }
 
 /// Whether a plan (before the optimizer) gives the same answer whenever it runs: it

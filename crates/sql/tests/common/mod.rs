@@ -81,3 +81,26 @@ pub fn single(
         time_ms,
     )
 }
+
+/// The rows of a result, one line each (`NULL` for nulls), sorted.
+pub fn rows(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Result<Vec<String>> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    use std::fmt::Write as _;
+    let options = FormatOptions::default().with_null("NULL");
+    let mut rows = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let mut line = String::new();
+            for c in b.columns() {
+                write!(
+                    line,
+                    "{} | ",
+                    ArrayFormatter::try_new(c, &options)?.value(r)
+                )?;
+            }
+            rows.push(line);
+        }
+    }
+    rows.sort();
+    Ok(rows)
+}
