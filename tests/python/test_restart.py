@@ -146,18 +146,23 @@ def test_data_and_schema_survive_restarts(fresh_server):
     assert fresh_server.stop() == 0
 
 
+# Rows of 4 KiB the SIGTERM test scans.
+DRAIN_ROWS = 12000
+
+
 def test_sigterm_stops_accepting_and_finishes_the_read_in_flight(fresh_server):
     """SIGTERM mid-scan: new connections are refused, the scan still ends whole, exit 0."""
     c = Clients(fresh_server.host)
     c.instance.table("drain").create(column_families={"cf": None})
     t = c.data.get_table(INSTANCE, "drain")
     value = os.urandom(4096)
-    for start in range(0, 3000, 500):
+    for start in range(0, DRAIN_ROWS, 500):
         t.bulk_mutate_rows(
             [RowMutationEntry(b"r%05d" % i, [SetCell("cf", b"q", value, MS)])
              for i in range(start, start + 500)]
         )
-    # 12 MB: far more than the HTTP/2 windows, so the scan waits on this reader.
+    # 48 MB: more than the client's HTTP/2 windows (which grow with its bandwidth
+    # estimate) and both sockets' buffers together, so the scan waits on this reader.
     stream = iter(t.read_rows_stream(ReadRowsQuery(), operation_timeout=120))
     keys = [next(stream).row_key]
     fresh_server.proc.send_signal(signal.SIGTERM)
@@ -176,7 +181,7 @@ def test_sigterm_stops_accepting_and_finishes_the_read_in_flight(fresh_server):
     for row in stream:
         assert row.cells[0].value == value
         keys.append(row.row_key)
-    assert keys == [b"r%05d" % i for i in range(3000)]
+    assert keys == [b"r%05d" % i for i in range(DRAIN_ROWS)]
     t.close()
     c.close()
     assert fresh_server.stop() == 0, fresh_server.log_text()
