@@ -12,7 +12,7 @@ use datafusion::logical_expr::{LogicalPlan, TableScan};
 use crate::partials::{Partial, PartialsTable};
 use crate::series::SeriesTable;
 
-/// One scan of a kept plan, as [`verify`] compares them.
+/// One scan of a kept plan, as `plan_cache::verify` compares them.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum ScanKind {
     Series { newest_only: bool },
