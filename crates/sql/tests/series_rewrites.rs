@@ -14,8 +14,6 @@
 //!   against the same comparison OR-ed with a condition the scan cannot take, in
 //!   every pattern, sealed and not; `EXPLAIN` shows which comparisons the scan took.
 
-use std::fmt::Write as _;
-
 mod common;
 
 use almanac_sql::{Scope, SqlEngine};
@@ -24,7 +22,6 @@ use common::{Result, TempDir, multi, single};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 
 /// The fixture's "now": 2023-11-14T22:13:20Z.
 const NOW_MS: i64 = 1_700_000_000_000;
@@ -151,27 +148,10 @@ async fn fixture(tag: &str) -> Result<(SqlEngine, Scope, Vec<String>, TempDir)> 
 /// The rows of a result, one line each, floats to 9 significant digits (sums of
 /// whole buckets add in another order than sums of points).
 fn render(batches: &[RecordBatch]) -> Result<Vec<String>> {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut rows = Vec::new();
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let mut line = String::new();
-            for c in b.columns() {
-                if let (DataType::Float64, false) = (c.data_type(), c.is_null(r)) {
-                    write!(line, "{:.9e} | ", c.as_primitive::<Float64Type>().value(r))?;
-                } else {
-                    write!(
-                        line,
-                        "{} | ",
-                        ArrayFormatter::try_new(c, &options)?.value(r)
-                    )?;
-                }
-            }
-            rows.push(line);
-        }
-    }
-    rows.sort();
-    Ok(rows)
+    common::rows_with(batches, |c, r| {
+        (c.data_type() == &DataType::Float64 && !c.is_null(r))
+            .then(|| format!("{:.9e}", c.as_primitive::<Float64Type>().value(r)))
+    })
 }
 
 /// A window whose edges fall inside buckets, and one on bucket edges.

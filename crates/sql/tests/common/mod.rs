@@ -84,6 +84,14 @@ pub fn single(
 
 /// The rows of a result, one line each (`NULL` for nulls), sorted.
 pub fn rows(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Result<Vec<String>> {
+    rows_with(batches, |_, _| None)
+}
+
+/// [`rows`], with the cells `cell` gives text for (column, row) written its way.
+pub fn rows_with(
+    batches: &[datafusion::arrow::record_batch::RecordBatch],
+    cell: impl Fn(&datafusion::arrow::array::ArrayRef, usize) -> Option<String>,
+) -> Result<Vec<String>> {
     use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
     use std::fmt::Write as _;
     let options = FormatOptions::default().with_null("NULL");
@@ -92,11 +100,14 @@ pub fn rows(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Result<
         for r in 0..b.num_rows() {
             let mut line = String::new();
             for c in b.columns() {
-                write!(
-                    line,
-                    "{} | ",
-                    ArrayFormatter::try_new(c, &options)?.value(r)
-                )?;
+                match cell(c, r) {
+                    Some(text) => write!(line, "{text} | ")?,
+                    None => write!(
+                        line,
+                        "{} | ",
+                        ArrayFormatter::try_new(c, &options)?.value(r)
+                    )?,
+                }
             }
             rows.push(line);
         }
