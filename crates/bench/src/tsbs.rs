@@ -354,13 +354,13 @@ fn query_phase(args: &TsbsArgs, endpoint: &Endpoint, spec: &Spec) -> anyhow::Res
             "queries            {} instances in MetricsQL (/api/v1/query_range), every answer checked",
             instances.len()
         );
-        victoria::run_all(endpoint, spec, &instances)?
+        victoria::run_all(endpoint, spec, &instances, args.server_pid)?
     } else {
         println!(
             "queries            {} instances through the Query API, every answer checked",
             instances.len()
         );
-        queries::run_all(endpoint, &table, spec, &instances)?
+        queries::run_all(endpoint, &table, spec, &instances, args.server_pid)?
     };
     for t in timings {
         println!("  {}", t.line());

@@ -272,6 +272,10 @@ impl Metrics {
         gauge("almanac_queries_running", queries.running);
         gauge("almanac_query_memory_bytes", queries.reserved_bytes);
         counter("almanac_query_plans_reused_total", queries.reused_plans);
+        counter(
+            "almanac_query_physical_plans_reused_total",
+            queries.reused_physical_plans,
+        );
         for (reason, n) in [
             ("time_limit", queries.timed_out),
             ("memory", queries.out_of_memory),

@@ -103,6 +103,8 @@ pub struct QueryLoad {
     dropped: AtomicU64,
     /// Queries that took a kept plan ([`crate::plan_cache`]).
     reused_plans: AtomicU64,
+    /// Queries that took a kept physical plan too.
+    reused_physical_plans: AtomicU64,
 }
 
 /// A reading of [`QueryLoad`].
@@ -120,6 +122,8 @@ pub struct QueryLoadSnapshot {
     pub dropped: u64,
     /// Queries that took a kept plan instead of being planned, since start.
     pub reused_plans: u64,
+    /// Of those, queries that took a kept physical plan too, since start.
+    pub reused_physical_plans: u64,
 }
 
 impl QueryLoad {
@@ -132,12 +136,18 @@ impl QueryLoad {
             out_of_memory: self.out_of_memory.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
             reused_plans: self.reused_plans.load(Relaxed),
+            reused_physical_plans: self.reused_physical_plans.load(Relaxed),
         }
     }
 
     /// Counts a query that took a kept plan.
     pub(crate) fn reused_plan(&self) {
         self.reused_plans.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a query that took a kept physical plan.
+    pub(crate) fn reused_physical_plan(&self) {
+        self.reused_physical_plans.fetch_add(1, Relaxed);
     }
 }
 

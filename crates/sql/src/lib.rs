@@ -134,8 +134,13 @@ enum Planned {
         qualifiers: Arc<qualifiers::QualifierHints>,
         offer: Option<(Arc<plan_cache::PlanCache>, plan_cache::Shape)>,
     },
-    /// Optimized already: a kept plan ([`plan_cache`]).
-    Reused(datafusion::dataframe::DataFrame),
+    /// Optimized already: a kept plan ([`plan_cache`]) with the run's values, and the
+    /// kept physical plans beside it.
+    Reused {
+        frame: datafusion::dataframe::DataFrame,
+        physical: Arc<plan_cache::Templates>,
+        params: Vec<plan_cache::Param>,
+    },
 }
 
 impl std::fmt::Debug for Prepared {
@@ -150,7 +155,7 @@ impl Prepared {
     /// Runs the query within its limits ([`budget`]), streaming its batches; the
     /// counters fill as it runs. Dropping the stream stops the query.
     pub async fn stream(self) -> Result<(SendableRecordBatchStream, Arc<ScanCounters>)> {
-        let (mut state, plan) = match self.plan {
+        let (mut state, plan, kept) = match self.plan {
             Planned::Fresh {
                 frame,
                 qualifiers,
@@ -162,11 +167,19 @@ impl Prepared {
                 if let Some((cache, shape)) = offer {
                     cache.offer(&shape, &plan, &optimized);
                 }
-                (state, optimized)
+                (state, optimized, None)
             }
-            Planned::Reused(frame) => frame.into_parts(),
+            Planned::Reused {
+                frame,
+                physical,
+                params,
+            } => {
+                let (state, plan) = frame.into_parts();
+                (state, plan, Some((physical, params)))
+            }
         };
-        if parallelism::reads_in_one_partition(&plan) {
+        let one_partition = parallelism::reads_in_one_partition(&plan);
+        if one_partition {
             state.config_mut().options_mut().execution.target_partitions = 1;
         }
         let task = TaskContext::from(&state);
@@ -178,10 +191,24 @@ impl Prepared {
             object_store_registry: shared.object_store_registry.clone(),
         };
         let task = Arc::new(task.with_runtime(Arc::new(runtime)));
-        let plan = state
-            .query_planner()
-            .create_physical_plan(&plan, &state)
-            .await?;
+        let plan = match kept {
+            Some((physical, params)) => {
+                let (physical_plan, rebuilt) =
+                    physical.plan(one_partition, &params, &plan, &state).await?;
+                if rebuilt {
+                    #[cfg(debug_assertions)]
+                    check_rebuilt(&plan, &physical_plan, &state).await?;
+                    self.load.reused_physical_plan();
+                }
+                physical_plan
+            }
+            None => {
+                state
+                    .query_planner()
+                    .create_physical_plan(&plan, &state)
+                    .await?
+            }
+        };
         let inner = datafusion::physical_plan::execute_stream(plan, task)?;
         let stream = budget::Bounded::wrap(inner, self.started, self.limits.time_limit, self.load);
         Ok((stream, self.counters))
@@ -347,14 +374,18 @@ impl SqlEngine {
             Arc::new(catalog::HistoryFunction(bigtable)),
         );
         if let Some(shape) = &shape
-            && let Some(plan) = self.plans.reuse(shape, &ctx).await?
+            && let Some((plan, physical)) = self.plans.reuse(shape, &ctx).await?
         {
             #[cfg(debug_assertions)]
             self.check_reused(&sql, scope, &ctx, &plan).await?;
             self.load.reused_plan();
             return Ok(Prepared {
                 schema: Arc::new(plan.schema().as_arrow().clone()),
-                plan: Planned::Reused(datafusion::dataframe::DataFrame::new(ctx.state(), plan)),
+                plan: Planned::Reused {
+                    frame: datafusion::dataframe::DataFrame::new(ctx.state(), plan),
+                    physical,
+                    params: shape.params.clone(),
+                },
                 counters,
                 started,
                 limits: self.limits,
@@ -457,6 +488,28 @@ impl SqlEngine {
     pub async fn query(&self, sql: &str, scope: &Scope) -> Result<QueryOutput> {
         self.prepare(sql, scope, None).await?.collect().await
     }
+}
+
+/// In debug builds (every test), a rebuilt physical plan must be the plan the planner
+/// would have made.
+#[cfg(debug_assertions)]
+async fn check_rebuilt(
+    logical: &datafusion::logical_expr::LogicalPlan,
+    rebuilt: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    state: &SessionState,
+) -> Result<()> {
+    let planned = state
+        .query_planner()
+        .create_physical_plan(logical, state)
+        .await?;
+    if !plan_cache::same_physical(&planned, rebuilt) {
+        return Err(Error::Execution(format!(
+            "a rebuilt physical plan differs from the query's own plan:\n{}\n-- planned --\n{}",
+            datafusion::physical_plan::displayable(rebuilt.as_ref()).indent(true),
+            datafusion::physical_plan::displayable(planned.as_ref()).indent(true),
+        )));
+    }
+    Ok(())
 }
 
 /// The session a dialect's queries start from: Almanac's planners and optimizer

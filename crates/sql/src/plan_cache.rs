@@ -25,9 +25,12 @@
 //! `now()` or other functions whose answer changes between runs, and without bound
 //! parameters; every table the query names, even one the optimizer took out, is looked
 //! up again on reuse.
-//! Physical planning still runs for every query: the scan's ranges, partitions and
-//! read placement follow each run's values. Measured: docs/benchmarks.md.
+//! A reused run skips physical planning too once its kept physical plan is adopted
+//! ([`physical`]): the scan is asked of the table again with the run's values (its
+//! ranges, partitions and read placement follow them), and the filters above it take
+//! the run's values. Measured: docs/benchmarks.md.
 
+mod physical;
 mod shape;
 mod tables;
 mod values;
@@ -38,6 +41,9 @@ use datafusion::common::{Result as DfResult, TableReference};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::LogicalPlan;
 
+pub(crate) use self::physical::Templates;
+#[cfg(debug_assertions)]
+pub(crate) use self::physical::same as same_physical;
 pub(crate) use self::shape::{Param, Shape, shape};
 use self::tables::{fresh_tables, named_tables, scan_kinds};
 use self::values::{clean, holds, reusable, substitute};
@@ -54,12 +60,13 @@ enum Entry {
         plan: LogicalPlan,
     },
     /// Reusable: the values it was planned with, which of them a run may change, the
-    /// optimized plan, and every table the query names.
+    /// optimized plan, every table the query names, and its physical plans.
     Kept {
         params: Vec<Param>,
         variable: Vec<bool>,
         plan: LogicalPlan,
         tables: Vec<TableReference>,
+        physical: Arc<Templates>,
     },
     /// Never reusable: it reads other tables or asks for the time.
     Refused,
@@ -85,13 +92,14 @@ impl PlanCache {
         }
     }
 
-    /// The kept plan of `shape` for its values, its tables read again through `ctx`;
-    /// `None` when there is none for them, or a table changed.
+    /// The kept plan of `shape` for its values, its tables read again through `ctx`,
+    /// with the kept physical plans; `None` when there is none for them, or a table
+    /// changed.
     pub(crate) async fn reuse(
         &self,
         shape: &Shape,
         ctx: &SessionContext,
-    ) -> DfResult<Option<LogicalPlan>> {
+    ) -> DfResult<Option<(LogicalPlan, Arc<Templates>)>> {
         let Some(entry) = self.entries.get(&shape.key) else {
             return Ok(None);
         };
@@ -100,6 +108,7 @@ impl PlanCache {
             variable,
             plan,
             tables,
+            physical,
         } = &*entry
         else {
             return Ok(None);
@@ -113,7 +122,9 @@ impl PlanCache {
             return Ok(None);
         }
         let plan = substitute(plan.clone(), &changes(params, now))?;
-        fresh_tables(plan, tables, ctx).await
+        Ok(fresh_tables(plan, tables, ctx)
+            .await?
+            .map(|plan| (plan, physical.clone())))
     }
 
     /// Offers the optimized plan of a run of `shape` that was planned as usual
@@ -139,6 +150,7 @@ impl PlanCache {
                 variable,
                 plan: optimized.clone(),
                 tables: named_tables(unoptimized),
+                physical: Arc::default(),
             })
         };
         let entry = match self.entries.get(&shape.key).as_deref() {

@@ -114,6 +114,18 @@ fn shapes() -> Vec<(&'static str, Instance)> {
                 window(i)
             )
         }),
+        ("three hosts, max by minute (an IN list)", |i| {
+            // Four names: DataFusion turns a list of three or fewer into ORs.
+            format!(
+                "SELECT bin(time, 1m), hostname, max(usage_user) FROM \"devops\".\"cpu\" \
+                 WHERE measure_name = 'cpu' AND hostname IN ('h{}', 'h{}', 'h{}', 'x{i}') \
+                 AND {} GROUP BY 1, 2 ORDER BY 1, 2",
+                i % 4 + 1,
+                (i + 1) % 4 + 1,
+                (i + 2) % 4 + 1,
+                window(i)
+            )
+        }),
         ("every host, mean by hour", |i| {
             format!(
                 "SELECT bin(time, 1h), hostname, avg(usage_user) FROM \"devops\".\"cpu\" \
@@ -126,6 +138,14 @@ fn shapes() -> Vec<(&'static str, Instance)> {
                 "SELECT * FROM \"devops\".\"cpu\" WHERE usage_user > 90 AND region = '{}' \
                  AND {}",
                 ["eu", "us"][i as usize % 2],
+                window(i)
+            )
+        }),
+        ("a host's highest points (top k)", |i| {
+            format!(
+                "SELECT time, usage_user FROM \"devops\".\"cpu\" WHERE measure_name = 'cpu' \
+                 AND hostname = 'h{}' AND {} ORDER BY usage_user DESC, time LIMIT 5",
+                i % 4 + 1,
                 window(i)
             )
         }),
@@ -148,17 +168,53 @@ async fn a_shape_run_again_with_other_values_reuses_its_plan() -> Result {
     load(&ts)?;
     let sql = SqlEngine::new(engine, ts.clone())?;
     for (what, instance) in shapes() {
-        let before = sql.load().reused_plans;
-        for i in 0..5 {
+        let before = sql.load();
+        for i in 0..7 {
             let text = instance(i);
             let got = render(&sql.query(&text, &scope()).await?.batches)?;
             assert_eq!(got, planned_afresh(&ts, &text).await?, "{what}, run {i}");
             assert!(!got.is_empty(), "{what}, run {i}: no rows");
         }
         // Runs 0 and 1 are planned (the second shows the shape's values vary alone);
-        // 2, 3 and 4 reuse.
-        assert_eq!(sql.load().reused_plans - before, 3, "{what}");
+        // 2 to 6 reuse the optimized plan. Run 2's physical plan is kept, run 3 shows
+        // that it rebuilds to its own, and 4, 5 and 6 take it rebuilt.
+        let after = sql.load();
+        assert_eq!(after.reused_plans - before.reused_plans, 5, "{what}");
+        assert_eq!(
+            after.reused_physical_plans - before.reused_physical_plans,
+            3,
+            "{what}"
+        );
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn runs_planned_for_one_partition_and_for_every_core_keep_their_own_physical_plan() -> Result
+{
+    let (engine, ts, _dir) = common::open("partitions", NOW_MS)?;
+    load(&ts)?;
+    let sql = SqlEngine::new(engine, ts.clone())?;
+    // Even runs read one host over five minutes (one partition), odd runs over an hour
+    // (every core): each kind of run keeps, adopts and rebuilds its own plan.
+    for i in 0..12 {
+        let a = START_MS + 1_234_567 + i * 611_111;
+        let b = a + if i % 2 == 0 { 300_000 } else { 3_600_000 };
+        let text = format!(
+            "SELECT bin(time, 1m), max(usage_user) FROM \"devops\".\"cpu\" WHERE \
+             measure_name = 'cpu' AND hostname = 'h{}' AND time >= from_milliseconds({a}) \
+             AND time < from_milliseconds({b}) GROUP BY 1 ORDER BY 1",
+            i % 4 + 1
+        );
+        let got = render(&sql.query(&text, &scope()).await?.batches)?;
+        assert_eq!(got, planned_afresh(&ts, &text).await?, "run {i}");
+        assert!(!got.is_empty(), "run {i}: no rows");
+    }
+    // Runs 2 to 11 reuse the optimized plan; of each kind, the first reuse keeps its
+    // physical plan, the second adopts it, the three after take it rebuilt.
+    let load = sql.load();
+    assert_eq!(load.reused_plans, 10);
+    assert_eq!(load.reused_physical_plans, 6);
     Ok(())
 }
 

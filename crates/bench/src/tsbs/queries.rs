@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::data::{FIELDS, Spec, host_name};
 use crate::devops::{self, HIGH_CPU, HOUR_NS};
-use crate::measure::{fmt_latency, percentile};
+use crate::measure::{fmt_latency, percentile, server_cpu_secs};
 
 /// Nanoseconds in a minute.
 const MINUTE_NS: i64 = 60_000_000_000;
@@ -419,19 +419,63 @@ pub struct Timings {
     pub times: Vec<Duration>,
     /// Rows of all answers.
     pub rows: usize,
+    /// The server's CPU seconds from the first instance's request to the last one's
+    /// answer (known with `--server-pid`).
+    pub server_cpu: Option<f64>,
 }
 
 impl Timings {
-    /// `kind  median  p99  rows per answer`.
+    /// `kind  median  p99  rows per answer  [server CPU a query]`.
     pub fn line(&self) -> String {
+        let runs = self.times.len().max(1) as f64;
+        let cpu = self
+            .server_cpu
+            .map(|s| format!(", server CPU {:.2} ms a query", s * 1e3 / runs))
+            .unwrap_or_default();
         format!(
-            "{:<22} median {:>10}   p99 {:>10}   {} runs, {:.0} rows per answer",
+            "{:<22} median {:>10}   p99 {:>10}   {} runs, {:.0} rows per answer{cpu}",
             self.kind.name(),
             fmt_latency(percentile(&self.times, 0.5)),
             fmt_latency(percentile(&self.times, 0.99)),
             self.times.len(),
-            self.rows as f64 / self.times.len().max(1) as f64
+            self.rows as f64 / runs
         )
+    }
+}
+
+/// The server's CPU time over each query type's instances (they come grouped by
+/// type): read before a type's first request and after each answer.
+#[derive(Debug)]
+pub struct CpuByKind {
+    pid: Option<u32>,
+    /// The type being run and the server's CPU seconds before its first request.
+    start: Option<(Kind, f64)>,
+}
+
+impl CpuByKind {
+    /// Reads the CPU time of process `pid`, if given.
+    pub fn new(pid: Option<u32>) -> Self {
+        Self { pid, start: None }
+    }
+
+    /// Call before each request of `kind`.
+    pub fn before(&mut self, kind: Kind) -> anyhow::Result<()> {
+        if self.start.is_none_or(|(k, _)| k != kind)
+            && let Some(now) = server_cpu_secs(self.pid)?
+        {
+            self.start = Some((kind, now));
+        }
+        Ok(())
+    }
+
+    /// Call after each answer: the CPU seconds of its type so far, into `out`'s last.
+    pub fn after(&self, out: &mut [Timings]) -> anyhow::Result<()> {
+        if let (Some((kind, start)), Some(now)) = (self.start, server_cpu_secs(self.pid)?)
+            && let Some(t) = out.last_mut().filter(|t| t.kind == kind)
+        {
+            t.server_cpu = Some(now - start);
+        }
+        Ok(())
     }
 }
 
@@ -442,17 +486,21 @@ pub fn run_all(
     table: &str,
     spec: &Spec,
     queries: &[Instance],
+    server_pid: Option<u32>,
 ) -> anyhow::Result<Vec<Timings>> {
     let expected = Expected::of(spec);
     let mut client = Client::new(endpoint.clone());
     let mut out: Vec<Timings> = Vec::new();
+    let mut cpu = CpuByKind::new(server_pid);
     for q in queries {
         let sql = almanac_sql(q, table);
+        cpu.before(q.kind)?;
         let (got, elapsed) = run_almanac(&mut client, &sql)?;
+        record(&mut out, q.kind, elapsed, got.len());
+        cpu.after(&mut out)?;
         if let Some(why) = difference(&expected.answer(q), &got) {
             bail!("{} answered wrong: {why}\n{sql}", q.kind.name());
         }
-        record(&mut out, q.kind, elapsed, got.len());
     }
     for t in &mut out {
         t.times.sort_unstable();
@@ -471,6 +519,7 @@ pub fn record(out: &mut Vec<Timings>, kind: Kind, elapsed: Duration, rows: usize
             kind,
             times: vec![elapsed],
             rows,
+            server_cpu: None,
         }),
     }
 }

@@ -191,6 +191,7 @@ pub fn run_all(
     endpoint: &Endpoint,
     spec: &Spec,
     queries: &[Instance],
+    server_pid: Option<u32>,
 ) -> anyhow::Result<Vec<Timings>> {
     let expected = Expected::of(spec);
     let mut client = Client::new(endpoint.clone());
@@ -198,6 +199,7 @@ pub fn run_all(
     client.post("/internal/force_flush", &[], b"")?;
     let form = [("Content-Type", "application/x-www-form-urlencoded")];
     let mut out: Vec<Timings> = Vec::new();
+    let mut cpu = super::queries::CpuByKind::new(server_pid);
     for q in queries {
         let (text, step, start, end) = metricsql(q, spec);
         let (path, body) = if step == 0 {
@@ -217,6 +219,7 @@ pub fn run_all(
                 ),
             )
         };
+        cpu.before(q.kind)?;
         let t0 = Instant::now();
         let response = client.post(path, &form, body.as_bytes())?;
         let elapsed = t0.elapsed();
@@ -236,6 +239,7 @@ pub fn run_all(
             bail!("{} answered wrong: {why}\n{text}", q.kind.name());
         }
         super::queries::record(&mut out, q.kind, elapsed, got.len());
+        cpu.after(&mut out)?;
     }
     for t in &mut out {
         t.times.sort_unstable();

@@ -28,7 +28,7 @@ pub(super) fn substitute(plan: LogicalPlan, map: &[(Param, Param)]) -> DfResult<
 }
 
 /// The new value of literal `v`, if it is an old value of `map` as a plan holds it.
-fn replaced(v: &ScalarValue, map: &[(Param, Param)]) -> Option<ScalarValue> {
+pub(super) fn replaced(v: &ScalarValue, map: &[(Param, Param)]) -> Option<ScalarValue> {
     map.iter().find_map(|(old, new)| match (v, new) {
         _ if !is_value(v, old) => None,
         (ScalarValue::TimestampNanosecond(_, tz), Param::Time(n)) => {
@@ -44,7 +44,7 @@ fn replaced(v: &ScalarValue, map: &[(Param, Param)]) -> Option<ScalarValue> {
 }
 
 /// Whether literal `v` is `p` as a plan holds it.
-fn is_value(v: &ScalarValue, p: &Param) -> bool {
+pub(super) fn is_value(v: &ScalarValue, p: &Param) -> bool {
     match (v, p) {
         (ScalarValue::TimestampNanosecond(Some(x), _), Param::Time(t)) => x == t,
         (
