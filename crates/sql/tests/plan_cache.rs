@@ -219,6 +219,35 @@ async fn runs_planned_for_one_partition_and_for_every_core_keep_their_own_physic
 }
 
 #[tokio::test]
+async fn a_physical_plan_that_does_not_fit_other_values_is_planned_each_time() -> Result {
+    let (engine, ts, _dir) = common::open("misfit", NOW_MS)?;
+    load(&ts)?;
+    let sql = SqlEngine::new(engine, ts.clone())?;
+    // A window from 1970 is read in one partition (nothing to split it by series), a
+    // later one in one per core: alternate runs' scans never fit each other's kept
+    // plan.
+    for i in 0..10 {
+        let a = if i % 2 == 0 {
+            START_MS + i * 611_111
+        } else {
+            0
+        };
+        let b = START_MS + 3_600_000 + i * 611_111;
+        let text = format!(
+            "SELECT bin(time, 1h), hostname, avg(usage_user) FROM \"devops\".\"cpu\" WHERE \
+             time >= from_milliseconds({a}) AND time < from_milliseconds({b}) GROUP BY 1, 2"
+        );
+        let got = render(&sql.query(&text, &scope()).await?.batches)?;
+        assert_eq!(got, planned_afresh(&ts, &text).await?, "run {i}");
+        assert!(!got.is_empty(), "run {i}: no rows");
+    }
+    let load = sql.load();
+    assert_eq!(load.reused_plans, 8);
+    assert_eq!(load.reused_physical_plans, 0);
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_value_that_never_changed_is_part_of_the_plan() -> Result {
     let (engine, ts, _dir) = common::open("fixed", NOW_MS)?;
     load(&ts)?;

@@ -50,12 +50,28 @@ use super::values::{is_value, replaced};
 /// Operators that are never copied: they keep results or shared tables across runs.
 const REFUSED: [&str; 3] = ["ScalarSubqueryExec", "RecursiveQueryExec", "WorkTableExec"];
 
-/// A kept physical plan and the values it was planned with.
+/// How many runs may fail to adopt a kept physical plan before that kind of run (one
+/// partition or every core) of the shape stops keeping one: each try plans the run,
+/// rebuilds the kept plan and compares the two.
+pub const PHYSICAL_ADOPTION_TRIES: u8 = 3;
+
+/// A kept physical plan (never run) and the values it was planned with.
 struct Template {
     params: Vec<Param>,
-    plan: Arc<dyn ExecutionPlan>,
-    /// Whether a run with other values has shown that [`rebuild`] gives its plan.
-    adopted: bool,
+    /// `None` once refused.
+    plan: Option<Arc<dyn ExecutionPlan>>,
+    stage: Stage,
+}
+
+/// Where a template stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Kept; `misses` runs with other values did not show the same plan.
+    Candidate { misses: u8 },
+    /// A run with other values has shown that [`rebuild`] gives its plan.
+    Adopted,
+    /// Never kept again: not [`keepable`], or [`PHYSICAL_ADOPTION_TRIES`] misses.
+    Refused,
 }
 
 /// The templates of one kept plan: one for runs planned for one partition, one for
@@ -71,9 +87,19 @@ impl Templates {
             .clone()
     }
 
-    fn keep(&self, one_partition: bool, template: Template) {
+    fn keep(
+        &self,
+        one_partition: bool,
+        params: &[Param],
+        plan: Option<Arc<dyn ExecutionPlan>>,
+        stage: Stage,
+    ) {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)[usize::from(one_partition)] =
-            Some(Arc::new(template));
+            Some(Arc::new(Template {
+                params: params.to_vec(),
+                plan,
+                stage,
+            }));
     }
 
     /// The physical plan of `logical` (the kept plan with the run's values `params`) in
@@ -87,7 +113,7 @@ impl Templates {
         state: &SessionState,
     ) -> DfResult<(Arc<dyn ExecutionPlan>, bool)> {
         let template = self.slot(one_partition);
-        if let Some(t) = template.as_deref().filter(|t| t.adopted)
+        if let Some(t) = template.as_deref().filter(|t| t.stage == Stage::Adopted)
             && let Some(plan) = rebuild(t, params, logical, state).await
         {
             return Ok((plan, true));
@@ -96,37 +122,34 @@ impl Templates {
             .query_planner()
             .create_physical_plan(logical, state)
             .await?;
-        match template.as_deref() {
-            Some(t) if t.adopted => {}
-            Some(t)
-                if t.params != params
-                    && rebuild(t, params, logical, state)
+        let misses = match template.as_deref() {
+            None => 0,
+            Some(t) => match t.stage {
+                Stage::Adopted | Stage::Refused => return Ok((planned, false)),
+                Stage::Candidate { .. } if t.params == params => return Ok((planned, false)),
+                Stage::Candidate { misses } => {
+                    if rebuild(t, params, logical, state)
                         .await
-                        .is_some_and(|rebuilt| same(&rebuilt, &planned)) =>
-            {
+                        .is_some_and(|rebuilt| same(&rebuilt, &planned))
+                    {
+                        self.keep(one_partition, &t.params, t.plan.clone(), Stage::Adopted);
+                        return Ok((planned, false));
+                    }
+                    misses + 1
+                }
+            },
+        };
+        // A copy of its own, so the template never shares state with this run.
+        match reset_plan_states(planned.clone()) {
+            Ok(copy) if misses < PHYSICAL_ADOPTION_TRIES && keepable(&planned) => {
                 self.keep(
                     one_partition,
-                    Template {
-                        params: t.params.clone(),
-                        plan: t.plan.clone(),
-                        adopted: true,
-                    },
+                    params,
+                    Some(copy),
+                    Stage::Candidate { misses },
                 );
             }
-            _ if keepable(&planned) => {
-                // A copy of its own, so the template never shares state with this run.
-                if let Ok(plan) = reset_plan_states(planned.clone()) {
-                    self.keep(
-                        one_partition,
-                        Template {
-                            params: params.to_vec(),
-                            plan,
-                            adopted: false,
-                        },
-                    );
-                }
-            }
-            _ => {}
+            _ => self.keep(one_partition, params, None, Stage::Refused),
         }
         Ok((planned, false))
     }
@@ -187,6 +210,9 @@ async fn rebuilt(
     logical: &LogicalPlan,
     state: &SessionState,
 ) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(template) = &t.plan else {
+        return Ok(None);
+    };
     let Some(scans) = scans(logical) else {
         return Ok(None);
     };
@@ -209,7 +235,7 @@ async fn rebuilt(
     if leaves.len() != scan_count(logical) {
         return Ok(None);
     }
-    let copied = copy(&t.plan, &changes(&t.params, params), &mut leaves)?;
+    let copied = copy(template, &changes(&t.params, params), &mut leaves)?;
     // Every new scan must have found its place.
     Ok(copied.filter(|_| leaves.is_empty()))
 }
