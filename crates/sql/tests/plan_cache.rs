@@ -84,6 +84,20 @@ async fn planned_afresh(ts: &Arc<TimeSeries<SharedStore>>, sql: &str) -> Result<
     render(&fresh.query(sql, &scope()).await?.batches)
 }
 
+/// Runs `text` on `sql` and checks that it answers rows, as an engine that never saw
+/// it does (`what` names the run in a failure).
+async fn answers_as_afresh(
+    sql: &SqlEngine,
+    ts: &Arc<TimeSeries<SharedStore>>,
+    text: &str,
+    what: &str,
+) -> Result {
+    let got = render(&sql.query(text, &scope()).await?.batches)?;
+    assert_eq!(got, planned_afresh(ts, text).await?, "{what}");
+    assert!(!got.is_empty(), "{what}: no rows");
+    Ok(())
+}
+
 fn window(i: i64) -> String {
     let a = START_MS + 1_234_567 + i * 611_111;
     let b = a + 3_600_000 + i * 7_777;
@@ -170,10 +184,7 @@ async fn a_shape_run_again_with_other_values_reuses_its_plan() -> Result {
     for (what, instance) in shapes() {
         let before = sql.load();
         for i in 0..7 {
-            let text = instance(i);
-            let got = render(&sql.query(&text, &scope()).await?.batches)?;
-            assert_eq!(got, planned_afresh(&ts, &text).await?, "{what}, run {i}");
-            assert!(!got.is_empty(), "{what}, run {i}: no rows");
+            answers_as_afresh(&sql, &ts, &instance(i), &format!("{what}, run {i}")).await?;
         }
         // Runs 0 and 1 are planned (the second shows the shape's values vary alone);
         // 2 to 6 reuse the optimized plan. Run 2's physical plan is kept, run 3 shows
@@ -206,9 +217,7 @@ async fn runs_planned_for_one_partition_and_for_every_core_keep_their_own_physic
              AND time < from_milliseconds({b}) GROUP BY 1 ORDER BY 1",
             i % 4 + 1
         );
-        let got = render(&sql.query(&text, &scope()).await?.batches)?;
-        assert_eq!(got, planned_afresh(&ts, &text).await?, "run {i}");
-        assert!(!got.is_empty(), "run {i}: no rows");
+        answers_as_afresh(&sql, &ts, &text, &format!("run {i}")).await?;
     }
     // Runs 2 to 11 reuse the optimized plan; of each kind, the first reuse keeps its
     // physical plan, the second adopts it, the three after take it rebuilt.
@@ -237,9 +246,7 @@ async fn a_physical_plan_that_does_not_fit_other_values_is_planned_each_time() -
             "SELECT bin(time, 1h), hostname, avg(usage_user) FROM \"devops\".\"cpu\" WHERE \
              time >= from_milliseconds({a}) AND time < from_milliseconds({b}) GROUP BY 1, 2"
         );
-        let got = render(&sql.query(&text, &scope()).await?.batches)?;
-        assert_eq!(got, planned_afresh(&ts, &text).await?, "run {i}");
-        assert!(!got.is_empty(), "run {i}: no rows");
+        answers_as_afresh(&sql, &ts, &text, &format!("run {i}")).await?;
     }
     let load = sql.load();
     assert_eq!(load.reused_plans, 8);
